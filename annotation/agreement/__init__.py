@@ -1,0 +1,1 @@
+"""Agreement statistics (numpy only, no Django import)."""

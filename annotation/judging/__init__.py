@@ -1,0 +1,1 @@
+"""LLM judge runs: prompt, client, orchestration."""

@@ -1,0 +1,92 @@
+"""Projects and the material experts judge: questions (dialogues) and model responses."""
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+
+class Difficulty(models.TextChoices):
+    NORMAL = "normal", _("Normal")
+    HARD = "hard", _("Hard")
+
+
+class Project(models.Model):
+    """An evaluation project: one rubric, its questions, responses and the experts' work.
+
+    Members are granted the guardian object permissions below; a PM reaches only the
+    projects they manage, an expert only those they annotate in.
+    """
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    rubric = models.OneToOneField("rubrics.Rubric", on_delete=models.PROTECT, related_name="project")
+    overlap = models.PositiveSmallIntegerField(default=3)
+    lease_timeout_s = models.PositiveIntegerField(default=45 * 60)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        permissions = [
+            ("manage_project", "Can manage the project (PM)"),
+            ("annotate_project", "Can annotate in the project (expert)"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(overlap__gte=1, overlap__lte=9), name="project_overlap_range"),
+            models.CheckConstraint(condition=Q(lease_timeout_s__gte=60), name="project_lease_timeout_min"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.name}"
+
+
+class Question(models.Model):
+    """A dialogue whose final user turn the model answered."""
+
+    class SourceFormat(models.TextChoices):
+        HEARTBENCH = "heartbench", "HeartBench"
+        HEALTHBENCH = "healthbench", "HealthBench"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="questions")
+    external_id = models.CharField(max_length=100)
+    dialogue = models.JSONField(help_text="Earlier turns: [{role: A|B, content}] without the final user turn.")
+    final_user_turn = models.TextField()
+    difficulty = models.CharField(max_length=10, choices=Difficulty.choices, default=Difficulty.NORMAL)
+    primary_scene = models.CharField(max_length=100, blank=True)
+    secondary_scene = models.CharField(max_length=100, blank=True)
+    source_format = models.CharField(max_length=12, choices=SourceFormat.choices, default=SourceFormat.HEARTBENCH)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project_id", "external_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "external_id"], name="question_external_id_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.external_id} (project {self.project_id})"
+
+    def full_dialogue(self) -> list[dict]:
+        """The dialogue as imported: earlier turns plus the final user turn."""
+        return [*self.dialogue, {"role": "A", "content": self.final_user_turn}]
+
+
+class Response(models.Model):
+    """One model's reply to a question. The model name never reaches an expert before they submit."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="responses")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="responses")
+    model_name = models.CharField(max_length=200)
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["question_id", "model_name"]
+        constraints = [
+            models.UniqueConstraint(fields=["question", "model_name"], name="response_question_model_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"response {self.pk} to {self.question_id}"

@@ -1,0 +1,184 @@
+"""The work: tasks, leases (assignments), drafts, labels and per-item consensus."""
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+from django.utils.translation import gettext_lazy as _
+
+
+class Task(models.Model):
+    """One response judged under one rubric version by `overlap` distinct experts.
+
+    `live_count` counts leased + submitted assignments and `submitted_count` the
+    submitted ones; both change only under a row lock in the assignment services, and
+    the database refuses values outside 0..overlap.
+    """
+
+    class Status(models.TextChoices):
+        OPEN = "open", _("Open")
+        FULL = "full", _("All slots leased")
+        COMPLETE = "complete", _("Complete")
+
+    project = models.ForeignKey("annotation.Project", on_delete=models.CASCADE, related_name="tasks")
+    response = models.ForeignKey("annotation.Response", on_delete=models.CASCADE, related_name="tasks")
+    rubric_version = models.ForeignKey("rubrics.RubricVersion", on_delete=models.PROTECT, related_name="tasks")
+    overlap = models.PositiveSmallIntegerField()
+    live_count = models.PositiveSmallIntegerField(default=0)
+    submitted_count = models.PositiveSmallIntegerField(default=0)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    # A random position on a ring: claiming reads the first open task past a random
+    # point through an index, which is O(log n) where ORDER BY random() is O(n).
+    shuffle_key = models.BigIntegerField()
+    is_golden = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["response", "rubric_version"], name="task_response_version_unique"),
+            models.CheckConstraint(condition=Q(live_count__lte=F("overlap")), name="task_live_within_overlap"),
+            models.CheckConstraint(
+                condition=Q(submitted_count__lte=F("live_count")), name="task_submitted_within_live"
+            ),
+            models.CheckConstraint(condition=Q(overlap__gte=1), name="task_overlap_positive"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["project", "rubric_version", "shuffle_key"],
+                condition=Q(status="open"),
+                name="task_open_ring_idx",
+            ),
+            models.Index(fields=["project", "status"], name="task_project_status_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"task {self.pk} ({self.status}, {self.live_count}/{self.overlap})"
+
+
+LIVE_ASSIGNMENT_STATUSES = ("leased", "submitted")
+
+
+class Assignment(models.Model):
+    """A lease of one task slot to one expert.
+
+    The database enforces the two assignment rules: one expert holds at most one
+    assignment per task, ever (an expired lease still counts, so the task goes to
+    someone else), and a slot number has at most one live assignment; a trigger keeps
+    slot numbers within the task's overlap.
+    """
+
+    class Status(models.TextChoices):
+        LEASED = "leased", _("Leased")
+        SUBMITTED = "submitted", _("Submitted")
+        EXPIRED = "expired", _("Expired")
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="assignments")
+    expert = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments")
+    slot = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.LEASED)
+    leased_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    submitted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "expert"], name="assignment_one_per_expert_task"),
+            models.UniqueConstraint(
+                fields=["task", "slot"],
+                condition=Q(status__in=LIVE_ASSIGNMENT_STATUSES),
+                name="assignment_live_slot_unique",
+            ),
+            models.CheckConstraint(condition=Q(slot__gte=1), name="assignment_slot_positive"),
+            models.CheckConstraint(
+                condition=Q(status="submitted", submitted_at__isnull=False)
+                | (~Q(status="submitted") & Q(submitted_at__isnull=True)),
+                name="assignment_submitted_at_matches_status",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["expert", "status"], name="assignment_expert_status_idx"),
+            models.Index(fields=["expires_at"], condition=Q(status="leased"), name="assignment_lease_expiry_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"assignment {self.pk} (task {self.task_id}, slot {self.slot}, {self.status})"
+
+
+class Draft(models.Model):
+    """Autosaved, unsubmitted labels of one assignment: {item_key: 0|1} and notes."""
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="draft")
+    labels = models.JSONField(default=dict)
+    notes = models.JSONField(default=dict)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"draft of assignment {self.assignment_id}"
+
+
+class Label(models.Model):
+    """One expert's hit (1) or miss (0) on one rubric item of one task."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="labels")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="labels")
+    rubric_item = models.ForeignKey("rubrics.RubricItem", on_delete=models.PROTECT, related_name="labels")
+    value = models.PositiveSmallIntegerField()
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["assignment", "rubric_item"], name="label_one_per_item"),
+            models.CheckConstraint(condition=Q(value__in=[0, 1]), name="label_value_binary"),
+        ]
+        indexes = [models.Index(fields=["task", "rubric_item"], name="label_task_item_idx")]
+
+    def __str__(self) -> str:
+        return f"label {self.value} on item {self.rubric_item_id} (assignment {self.assignment_id})"
+
+
+class ItemConsensus(models.Model):
+    """The panel's verdict on one rubric item of one task, written with the last label."""
+
+    class Zone(models.TextChoices):
+        UNANIMOUS = "unanimous", _("Unanimous")
+        SPLIT = "split", _("Split")
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="consensus")
+    rubric_item = models.ForeignKey("rubrics.RubricItem", on_delete=models.PROTECT, related_name="consensus")
+    hit_votes = models.PositiveSmallIntegerField()
+    total_votes = models.PositiveSmallIntegerField()
+    majority = models.PositiveSmallIntegerField()
+    zone = models.CharField(max_length=10, choices=Zone.choices)
+    computed_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["task_id", "rubric_item_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "rubric_item"], name="consensus_one_per_item"),
+            models.CheckConstraint(condition=Q(hit_votes__lte=F("total_votes")), name="consensus_votes_range"),
+            models.CheckConstraint(condition=Q(majority__in=[0, 1]), name="consensus_majority_binary"),
+        ]
+
+    def __str__(self) -> str:
+        return f"consensus {self.majority} ({self.hit_votes}/{self.total_votes}) item {self.rubric_item_id}"
+
+
+class IdempotencyRecord(models.Model):
+    """The stored outcome of a request sent with an Idempotency-Key, replayed on repeats."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=200)
+    scope = models.CharField(max_length=100)
+    request_hash = models.CharField(max_length=64)
+    status_code = models.PositiveSmallIntegerField()
+    body = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "key"], name="idempotency_key_unique_per_user")]
+
+    def __str__(self) -> str:
+        return f"idempotency {self.key} ({self.scope})"

@@ -1,0 +1,23 @@
+"""Who may do what, on which project: guardian object permissions plus the account role."""
+from guardian.shortcuts import assign_perm
+
+from experts.models import User
+
+MANAGE = "annotation.manage_project"
+ANNOTATE = "annotation.annotate_project"
+
+
+def can_manage(user: User, project) -> bool:
+    return user.is_authenticated and (user.is_platform_admin or (user.is_pm and user.has_perm(MANAGE, project)))
+
+
+def can_annotate(user: User, project) -> bool:
+    return user.is_authenticated and user.is_expert and user.has_perm(ANNOTATE, project)
+
+
+def grant_manage(user: User, project) -> None:
+    assign_perm("manage_project", user, project)
+
+
+def grant_annotate(user: User, project) -> None:
+    assign_perm("annotate_project", user, project)

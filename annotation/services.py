@@ -1,0 +1,40 @@
+"""Project-level writes: creating projects and granting membership."""
+from django.db import transaction
+
+from annotation import permissions
+from annotation.errors import DomainError
+from annotation.models import Project
+from experts.models import User
+from rubrics.models import Rubric
+
+
+@transaction.atomic
+def project_create(*, name: str, created_by: User | None, overlap: int = 3,
+                   lease_timeout_s: int = 45 * 60, description: str = "") -> Project:
+    """Create a project with its (empty) rubric; the creating PM manages it."""
+    name = (name or "").strip()
+    if not name:
+        raise DomainError("A project needs a name.", errors=[{"field": "name", "message": "required"}])
+    if not 1 <= overlap <= 9:
+        raise DomainError(f"overlap must be between 1 and 9, got {overlap}.",
+                          errors=[{"field": "overlap", "message": "expected 1..9"}])
+    if lease_timeout_s < 60:
+        raise DomainError("lease_timeout_s must be at least 60 seconds.",
+                          errors=[{"field": "lease_timeout_s", "message": "expected >= 60"}])
+    rubric = Rubric.objects.create(name=name)
+    project = Project.objects.create(name=name, rubric=rubric, overlap=overlap,
+                                     lease_timeout_s=lease_timeout_s, description=description,
+                                     created_by=created_by)
+    if created_by is not None and created_by.is_pm:
+        permissions.grant_manage(created_by, project)
+    return project
+
+
+def project_add_member(*, project: Project, user: User) -> None:
+    """Make `user` a member: PMs manage the project, experts annotate in it."""
+    if user.is_pm:
+        permissions.grant_manage(user, project)
+    elif user.is_expert:
+        permissions.grant_annotate(user, project)
+    else:
+        raise DomainError("Admins reach every project already; only PMs and experts become members.")

@@ -1,0 +1,1 @@
+"""Payments: price rules, the ledger and statements (built in the Payments issue)."""

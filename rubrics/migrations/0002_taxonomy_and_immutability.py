@@ -1,0 +1,81 @@
+from django.db import migrations
+
+from rubrics.db import VendorSQL
+from rubrics.taxonomy import DIMENSIONS
+
+
+def load_taxonomy(apps, schema_editor):
+    Dimension = apps.get_model("rubrics", "Dimension")
+    for order, (code, zh, en, category) in enumerate(DIMENSIONS):
+        Dimension.objects.update_or_create(
+            code=code,
+            defaults={"name_zh": zh, "name_en": en, "category": category,
+                      "is_gate": category == "gate", "sort_order": order},
+        )
+
+
+PG_ITEM_GUARD = """
+CREATE OR REPLACE FUNCTION rubrica_refuse_published_item() RETURNS trigger AS $$
+BEGIN
+  IF TG_OP IN ('UPDATE', 'DELETE') AND EXISTS (
+       SELECT 1 FROM rubrics_rubricversion WHERE id = OLD.version_id AND status = 'published') THEN
+    RAISE EXCEPTION 'rubric version % is published and cannot change', OLD.version_id
+      USING ERRCODE = 'check_violation';
+  END IF;
+  IF TG_OP IN ('INSERT', 'UPDATE') AND EXISTS (
+       SELECT 1 FROM rubrics_rubricversion WHERE id = NEW.version_id AND status = 'published') THEN
+    RAISE EXCEPTION 'rubric version % is published and cannot change', NEW.version_id
+      USING ERRCODE = 'check_violation';
+  END IF;
+  IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
+  RETURN NEW;
+END $$ LANGUAGE plpgsql;
+"""
+PG_VERSION_GUARD = """
+CREATE OR REPLACE FUNCTION rubrica_refuse_published_version() RETURNS trigger AS $$
+BEGIN
+  IF OLD.status = 'published' THEN
+    RAISE EXCEPTION 'rubric version % is published and cannot change', OLD.id
+      USING ERRCODE = 'check_violation';
+  END IF;
+  IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
+  RETURN NEW;
+END $$ LANGUAGE plpgsql;
+"""
+MSG = "'published rubric versions cannot change'"
+
+SQLITE = [
+    f"""CREATE TRIGGER rubrica_item_insert_guard BEFORE INSERT ON rubrics_rubricitem
+        WHEN EXISTS (SELECT 1 FROM rubrics_rubricversion WHERE id = NEW.version_id AND status = 'published')
+        BEGIN SELECT RAISE(ABORT, {MSG}); END""",
+    f"""CREATE TRIGGER rubrica_item_update_guard BEFORE UPDATE ON rubrics_rubricitem
+        WHEN EXISTS (SELECT 1 FROM rubrics_rubricversion WHERE id IN (OLD.version_id, NEW.version_id)
+                     AND status = 'published')
+        BEGIN SELECT RAISE(ABORT, {MSG}); END""",
+    f"""CREATE TRIGGER rubrica_item_delete_guard BEFORE DELETE ON rubrics_rubricitem
+        WHEN EXISTS (SELECT 1 FROM rubrics_rubricversion WHERE id = OLD.version_id AND status = 'published')
+        BEGIN SELECT RAISE(ABORT, {MSG}); END""",
+    f"""CREATE TRIGGER rubrica_version_update_guard BEFORE UPDATE ON rubrics_rubricversion
+        WHEN OLD.status = 'published' BEGIN SELECT RAISE(ABORT, {MSG}); END""",
+    f"""CREATE TRIGGER rubrica_version_delete_guard BEFORE DELETE ON rubrics_rubricversion
+        WHEN OLD.status = 'published' BEGIN SELECT RAISE(ABORT, {MSG}); END""",
+]
+
+
+class Migration(migrations.Migration):
+    dependencies = [("rubrics", "0001_initial")]
+
+    operations = [
+        migrations.RunPython(load_taxonomy, migrations.RunPython.noop),
+        VendorSQL(
+            postgresql=[
+                PG_ITEM_GUARD,
+                PG_VERSION_GUARD,
+                "CREATE TRIGGER rubrica_item_guard BEFORE INSERT OR UPDATE OR DELETE ON rubrics_rubricitem "
+                "FOR EACH ROW EXECUTE FUNCTION rubrica_refuse_published_item()",
+                "CREATE TRIGGER rubrica_version_guard BEFORE UPDATE OR DELETE ON rubrics_rubricversion "
+                "FOR EACH ROW EXECUTE FUNCTION rubrica_refuse_published_version()",
+            ],
+            sqlite=SQLITE,
+        ),
+    ]

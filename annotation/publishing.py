@@ -1,0 +1,81 @@
+"""Rubric versions as the work sees them: drafts, publishing, and tasks per version.
+
+This spans `rubrics` (versions, items) and `annotation` (tasks), so it lives here, in
+the higher app.
+"""
+import random
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import Exists, Max, OuterRef
+
+from annotation.errors import DomainError
+from annotation.models import Project, Response, Task
+from rubrics.models import RubricItem, RubricVersion
+
+
+def rubric_draft_get_or_create(*, project: Project) -> RubricVersion:
+    """The project's draft version; a new one starts as a copy of the newest published version."""
+    draft = RubricVersion.objects.filter(rubric_id=project.rubric_id, status=RubricVersion.Status.DRAFT).first()
+    if draft is not None:
+        return draft
+    last = RubricVersion.objects.filter(rubric_id=project.rubric_id).aggregate(n=Max("number"))["n"] or 0
+    draft = RubricVersion.objects.create(rubric_id=project.rubric_id, number=last + 1)
+    published = (RubricVersion.objects.filter(rubric_id=project.rubric_id, status=RubricVersion.Status.PUBLISHED)
+                 .order_by("-number").first())
+    if published is not None:
+        RubricItem.objects.bulk_create(
+            RubricItem(version=draft, question_ref=i.question_ref, position=i.position, item_key=i.item_key,
+                       dimension_id=i.dimension_id, score=i.score, content=i.content, tags=i.tags)
+            for i in published.items.all()
+        )
+    return draft
+
+
+@transaction.atomic
+def rubric_version_publish(*, project: Project, version: RubricVersion, reason: str, now: datetime) -> RubricVersion:
+    """Publish a draft: it becomes immutable and new leases use it.
+
+    Open tasks nobody has touched move to the new version; every response with rubric
+    items in the new version gets a task on it. Labels already made stay tied to the
+    version they were made under.
+    """
+    version = RubricVersion.objects.select_for_update().get(pk=version.pk)
+    if version.rubric_id != project.rubric_id:
+        raise DomainError("That rubric version belongs to another project.", status=404, code="not_found")
+    if version.is_published:
+        raise DomainError(f"Version {version.number} is already published.", code="already_published")
+    if not reason.strip():
+        raise DomainError("Publishing needs a reason for the changelog.",
+                          errors=[{"field": "reason", "message": "required"}])
+    if not version.items.exists():
+        raise DomainError("A version without rubric items cannot be published.")
+    version.status = RubricVersion.Status.PUBLISHED
+    version.published_at = now
+    version.changelog = reason.strip()
+    version.save(update_fields=["status", "published_at", "changelog"])
+    tasks_ensure_for_version(project=project, version=version)
+    return version
+
+
+def tasks_ensure_for_version(*, project: Project, version: RubricVersion) -> int:
+    """Give every response whose question has items in `version` a task on it; returns how many were added."""
+    has_items = RubricItem.objects.filter(version=version, question_ref=OuterRef("question__external_id"))
+    has_task = Task.objects.filter(response=OuterRef("pk"), rubric_version=version)
+    responses = list(
+        Response.objects.filter(project=project)
+        .filter(Exists(has_items)).exclude(Exists(has_task)).values_list("pk", flat=True)
+    )
+    if not responses:
+        return 0
+    untouched = (Task.objects.filter(project=project, response_id__in=responses, live_count=0,
+                                     submitted_count=0, status=Task.Status.OPEN, is_golden=False)
+                 .exclude(rubric_version=version))
+    moved = set(untouched.values_list("response_id", flat=True))
+    untouched.update(rubric_version=version)
+    Task.objects.bulk_create(
+        [Task(project=project, response_id=rid, rubric_version=version, overlap=project.overlap,
+              shuffle_key=random.getrandbits(62)) for rid in responses if rid not in moved],
+        batch_size=2000,
+    )
+    return len(responses)

@@ -13,10 +13,16 @@ class UserFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = User
         django_get_or_create = ("username",)
+        skip_postgeneration_save = True
 
     username = factory.Sequence(lambda n: f"user{n}")
     role = Role.EXPERT
     password = factory.PostGenerationMethodCall("set_password", "pass-word-123")
+
+    @factory.post_generation
+    def _save_password(obj, create, extracted, **kwargs):
+        if create:
+            obj.save(update_fields=["password"])
 
 
 class ExpertFactory(UserFactory):

@@ -1,0 +1,82 @@
+"""Output shapes of the work API. What an expert sees never includes model names or peers' labels."""
+from rest_framework import serializers
+
+from annotation.models import Assignment, Draft
+from annotation.selectors import rubric_items_for_task
+
+
+class DimensionOut(serializers.Serializer):
+    code = serializers.CharField()
+    name_zh = serializers.CharField()
+    name_en = serializers.CharField()
+    category = serializers.CharField()
+
+
+class RubricItemOut(serializers.Serializer):
+    id = serializers.CharField(source="item_key")
+    position = serializers.IntegerField()
+    dimension = DimensionOut()
+    score = serializers.IntegerField(allow_null=True)
+    content = serializers.CharField()
+
+
+class TurnOut(serializers.Serializer):
+    role = serializers.ChoiceField(choices=["A", "B"])
+    content = serializers.CharField()
+
+
+class AssignmentOut(serializers.Serializer):
+    """A leased task as the expert sees it: blind to the model and to other experts."""
+
+    id = serializers.IntegerField()
+    status = serializers.CharField()
+    expires_at = serializers.DateTimeField()
+    project = serializers.IntegerField(source="task.project_id")
+    difficulty = serializers.CharField(source="task.response.question.difficulty")
+    scene = serializers.SerializerMethodField()
+    dialogue = serializers.SerializerMethodField()
+    final_user_turn = serializers.CharField(source="task.response.question.final_user_turn")
+    response = serializers.CharField(source="task.response.text")
+    rubric_items = serializers.SerializerMethodField()
+    draft = serializers.SerializerMethodField()
+
+    def get_scene(self, obj: Assignment) -> dict:
+        q = obj.task.response.question
+        return {"primary": q.primary_scene, "secondary": q.secondary_scene}
+
+    def get_dialogue(self, obj: Assignment) -> list[dict]:
+        return TurnOut(obj.task.response.question.dialogue, many=True).data
+
+    def get_rubric_items(self, obj: Assignment) -> list[dict]:
+        return RubricItemOut(rubric_items_for_task(obj.task), many=True).data
+
+    def get_draft(self, obj: Assignment) -> dict:
+        draft = Draft.objects.filter(assignment=obj).first()
+        return {"labels": draft.labels, "notes": draft.notes} if draft else {"labels": {}, "notes": {}}
+
+
+class SubmitIn(serializers.Serializer):
+    labels = serializers.JSONField()
+    notes = serializers.JSONField(required=False)
+
+
+class SubmitOut(serializers.Serializer):
+    assignment = serializers.IntegerField()
+    status = serializers.CharField()
+    submitted_at = serializers.DateTimeField()
+    task_complete = serializers.BooleanField()
+
+
+class ProjectIn(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    overlap = serializers.IntegerField(required=False, default=3, min_value=1, max_value=9)
+    lease_timeout_s = serializers.IntegerField(required=False, default=45 * 60, min_value=60)
+
+
+class ProjectOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    overlap = serializers.IntegerField()
+    lease_timeout_s = serializers.IntegerField()

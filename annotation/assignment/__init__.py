@@ -1,0 +1,1 @@
+"""Leasing tasks to experts: eligibility, the random draw, lease expiry."""

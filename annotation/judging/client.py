@@ -1,0 +1,447 @@
+"""A small, strict client for OpenAI-compatible chat completion endpoints.
+
+Used by judge runs: one prompt in, the assistant's text out, with a shared
+requests-per-second limit, retries with exponential backoff and full jitter
+for transient failures, and no retry for errors that will not go away by
+themselves (a bad key, a bad request).
+
+``base_url`` is taken as given (only a trailing slash is stripped) and the
+client POSTs to ``{base_url}/chat/completions``; so pass the URL that already
+ends in the API version, e.g. ``https://api.openai.com/v1``.  Guessing a
+``/v1`` suffix would break providers whose path differs (``.../v4``,
+``.../openai/deployments/x``).
+
+The API key is kept out of every exception message and ``repr``; exceptions
+are raised ``from None`` because httpx exceptions carry the request, whose
+headers contain the key.
+
+No Django import here: this module is pure Python + httpx and unit-testable.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+import httpx
+
+from .prompt import JudgeAnswer, JudgeParseError, parse_judge_answer, render_judge_prompt
+
+__all__ = [
+    "ChatClient",
+    "Completer",
+    "JudgeRequestError",
+    "RateLimiter",
+    "backoff_delay",
+    "judge_one",
+    "parse_retry_after",
+]
+
+logger = logging.getLogger(__name__)
+
+_BODY_EXCERPT_CHARS = 200
+
+
+class JudgeRequestError(RuntimeError):
+    """A chat completion request failed for good.
+
+    ``status`` is the last HTTP status (None for a network error or timeout),
+    ``attempts`` how many HTTP requests were made, and ``retryable`` whether
+    the last failure was of a transient kind (so a caller such as a Celery
+    task may try again later, whereas a 401 or 400 will not heal by waiting).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        attempts: int = 0,
+        retryable: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.attempts = attempts
+        self.retryable = retryable
+
+
+class RateLimiter:
+    """A thread-safe token bucket shared by every request made through it.
+
+    ``rps`` tokens are added per second up to ``burst`` (default 1, so requests
+    are spaced evenly at ``1/rps`` seconds).  ``acquire`` *reserves* a token
+    under the lock, possibly driving the balance negative, and then sleeps
+    outside the lock for its own wait; a later caller sees the debt and waits
+    longer.  So several threads never sleep on the same token, no thread
+    holds the lock while sleeping, and there is no retry loop.
+    """
+
+    def __init__(
+        self,
+        rps: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        burst: float = 1.0,
+    ) -> None:
+        """Create a limiter allowing ``rps`` requests per second on average."""
+        if not rps > 0:
+            raise ValueError(f"rps must be positive, got {rps!r}")
+        if not burst >= 1:
+            raise ValueError(f"burst must be at least 1, got {burst!r}")
+        self.rps = float(rps)
+        self.burst = float(burst)
+        self._clock = clock
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._tokens = self.burst  # start full: the first request goes at once
+        self._last = clock()
+
+    def acquire(self) -> float:
+        """Block until a request may be sent; return how long this call waited."""
+        with self._lock:
+            now = self._clock()
+            elapsed = max(0.0, now - self._last)  # a clock should not go back; be safe if it does
+            self._last = now
+            self._tokens = min(self.burst, self._tokens + elapsed * self.rps)
+            self._tokens -= 1.0
+            wait = -self._tokens / self.rps if self._tokens < 0 else 0.0
+        if wait > 0:
+            self._sleep(wait)
+        return wait
+
+    def __repr__(self) -> str:
+        return f"RateLimiter(rps={self.rps:g}, burst={self.burst:g})"
+
+
+def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
+    """Return the delay a ``Retry-After`` header asks for, in seconds, or None.
+
+    Accepts delta-seconds (what rate limiters send) and, per RFC 9110, an
+    HTTP-date.  Unparseable or negative values are ignored (None), so the
+    caller falls back to its own backoff.
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        seconds = (when - (now or datetime.now(timezone.utc))).total_seconds()
+        return max(0.0, seconds)
+    if seconds != seconds or seconds < 0:  # NaN or negative
+        return None
+    return seconds
+
+
+def backoff_delay(
+    attempt: int,
+    base_s: float,
+    max_s: float,
+    rng: random.Random,
+    retry_after_s: float | None = None,
+) -> float:
+    """Return how long to wait after failed attempt number ``attempt`` (1-based).
+
+    Full jitter (uniform in ``[0, min(max_s, base_s * 2**(attempt-1))]``)
+    spreads retries of many workers apart instead of synchronising them.  A
+    server-given ``Retry-After`` wins over the computed delay, since the
+    server knows when it will accept us again, but is capped at ``max_s`` so
+    a hostile or buggy header cannot park a worker for an hour.
+    """
+    if retry_after_s is not None:
+        return min(max(0.0, retry_after_s), max_s)
+    exponent = min(attempt - 1, 60)  # keep 2**n finite for absurd attempt counts
+    ceiling = min(max_s, base_s * (2.0**exponent))
+    return rng.uniform(0.0, ceiling)
+
+
+def _retryable_status(status: int) -> bool:
+    """Return whether an HTTP status is worth retrying.
+
+    429 (rate limited), 408 (the server timed out waiting for us: a timeout,
+    like a client-side one) and any 5xx.  Other 4xx mean our request is wrong
+    and repeating it would fail the same way.
+    """
+    return status in (408, 429) or 500 <= status <= 599
+
+
+# Transport errors worth retrying: timeouts, refused/reset connections, a
+# server that hung up mid-response.  Not UnsupportedProtocol or
+# LocalProtocolError: those are bugs in our URL or request and never heal.
+_RETRYABLE_EXCEPTIONS: tuple[type[Exception], ...] = (
+    httpx.TimeoutException,
+    httpx.NetworkError,
+    httpx.RemoteProtocolError,
+    httpx.ProxyError,
+)
+
+
+class Completer(Protocol):
+    """Anything that turns a prompt into the model's text (``ChatClient`` or a test double)."""
+
+    def complete(self, prompt: str) -> str:
+        """Return the model's answer to ``prompt``."""
+        ...
+
+
+class ChatClient:
+    """Synchronous client for ``POST {base_url}/chat/completions``.
+
+    Thread-safe: one instance (and its rate limiter and connection pool) is
+    meant to be shared by all threads of a process.  Create it inside the
+    worker process, not before a fork.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        model: str,
+        timeout_s: float = 60,
+        max_retries: int = 5,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 20,
+        rps: float | None = 2.0,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        rate_limiter: RateLimiter | None = None,
+        rng: random.Random | None = None,
+        extra_body: dict[str, Any] | None = None,
+        trust_env: bool = True,
+    ) -> None:
+        """Configure the client.
+
+        ``rps=None`` disables rate limiting; ``rate_limiter`` shares an existing
+        limiter (e.g. between clients of the same provider account).
+        ``extra_body`` adds provider-specific fields (``max_tokens`` ...) to
+        every request; it cannot override ``model``, ``messages`` or
+        ``temperature``.  ``trust_env`` lets httpx read proxy and CA settings
+        from the environment (deployments behind a proxy need it; tests
+        against loopback turn it off).
+        """
+        if not base_url or not isinstance(base_url, str):
+            raise ValueError("base_url is required")
+        if not model or not isinstance(model, str):
+            raise ValueError("model is required")
+        if not isinstance(api_key, str):
+            raise ValueError("api_key must be a string")
+        if max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        if timeout_s <= 0:
+            raise ValueError("timeout_s must be positive")
+        self.base_url = base_url.rstrip("/")
+        self.url = f"{self.base_url}/chat/completions"
+        self.model = model
+        self.timeout_s = float(timeout_s)
+        self.max_retries = int(max_retries)
+        self.backoff_base_s = float(backoff_base_s)
+        self.backoff_max_s = float(backoff_max_s)
+        self._api_key = api_key.strip()
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._rng_lock = threading.Lock()  # random.Random is not documented thread-safe
+        self._extra_body = dict(extra_body or {})
+        if rate_limiter is not None:
+            self.rate_limiter: RateLimiter | None = rate_limiter
+        elif rps is not None:
+            self.rate_limiter = RateLimiter(rps, clock=clock, sleep=sleep)
+        else:
+            self.rate_limiter = None
+        self._http = httpx.Client(
+            transport=transport,
+            timeout=httpx.Timeout(self.timeout_s),
+            trust_env=trust_env,
+        )
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> ChatClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        # Never the key, not even a prefix: prefixes identify accounts.
+        return f"ChatClient(base_url={self.base_url!r}, model={self.model!r}, api_key='***')"
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A client holds sockets and locks; pickling it (e.g. into a Celery
+        # message) would also put the key into the broker.  Refuse loudly.
+        raise TypeError("ChatClient cannot be pickled; pass its settings instead")
+
+    # -- helpers -----------------------------------------------------------
+
+    def _redact(self, text: str) -> str:
+        """Remove the API key from text that may echo it (provider error bodies do)."""
+        if self._api_key and self._api_key in text:
+            text = text.replace(self._api_key, "***")
+        return text
+
+    def _body_excerpt(self, response: httpx.Response) -> str:
+        """Return a short, single-line, key-free excerpt of a response body."""
+        try:
+            text = response.text
+        except Exception:  # undecodable body: the status alone must do
+            return ""
+        flat = " ".join(self._redact(text).split())
+        if len(flat) > _BODY_EXCERPT_CHARS:
+            flat = flat[: _BODY_EXCERPT_CHARS - 1] + "…"
+        return flat
+
+    def _delay(self, attempt: int, retry_after_s: float | None) -> float:
+        with self._rng_lock:
+            return backoff_delay(
+                attempt, self.backoff_base_s, self.backoff_max_s, self._rng, retry_after_s
+            )
+
+    def _payload(self, prompt: str) -> dict[str, Any]:
+        body = dict(self._extra_body)
+        body.update(
+            {
+                "model": self.model,
+                "messages": [{"role": "user", "content": prompt}],
+                # Labels must be reproducible, not creative.
+                "temperature": 0,
+            }
+        )
+        return body
+
+    def _content(self, response: httpx.Response, attempts: int) -> str:
+        """Extract ``choices[0].message.content`` or raise a non-retryable error."""
+        try:
+            data = response.json()
+            message = data["choices"][0]["message"]
+            content = message.get("content")
+            finish = data["choices"][0].get("finish_reason")
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            # A 200 that is not a chat completion is a wrong base_url or an
+            # incompatible provider; asking again would get the same page.
+            raise JudgeRequestError(
+                f"response from {self.url} is not a chat completion "
+                f"(HTTP {response.status_code}): {self._body_excerpt(response)!r}",
+                status=response.status_code,
+                attempts=attempts,
+            ) from None
+        if not isinstance(content, str):
+            raise JudgeRequestError(
+                f"chat completion has no text content (finish_reason={finish!r})",
+                status=response.status_code,
+                attempts=attempts,
+            )
+        return content
+
+    # -- the request -------------------------------------------------------
+
+    def complete(self, prompt: str) -> str:
+        """Send ``prompt`` as a single user message and return the assistant's text.
+
+        Retries 429, 408, 5xx, timeouts and connection errors up to
+        ``max_retries`` times; raises ``JudgeRequestError`` at once for other
+        4xx, and after the last attempt otherwise.
+        """
+        if not isinstance(prompt, str):
+            raise TypeError(f"prompt must be a string, got {type(prompt).__name__}")
+        payload = self._payload(prompt)
+        headers = {"Authorization": f"Bearer {self._api_key}", "Accept": "application/json"}
+        total_attempts = self.max_retries + 1
+        last_problem = "no attempt made"
+        last_status: int | None = None
+
+        for attempt in range(1, total_attempts + 1):
+            if self.rate_limiter is not None:
+                # Every HTTP attempt counts against the provider's limit, retries included.
+                self.rate_limiter.acquire()
+            retry_after_s: float | None = None
+            try:
+                response = self._http.post(self.url, json=payload, headers=headers)
+            except _RETRYABLE_EXCEPTIONS as exc:
+                last_status = None
+                last_problem = f"{type(exc).__name__}: {self._redact(str(exc)) or 'no detail'}"
+            except httpx.HTTPError as exc:
+                raise JudgeRequestError(
+                    f"request to {self.url} failed: {type(exc).__name__}: "
+                    f"{self._redact(str(exc))}",
+                    attempts=attempt,
+                ) from None
+            else:
+                status = response.status_code
+                if 200 <= status < 300:
+                    return self._content(response, attempt)
+                last_status = status
+                last_problem = f"HTTP {status}: {self._body_excerpt(response)!r}"
+                if not _retryable_status(status):
+                    raise JudgeRequestError(
+                        f"request to {self.url} rejected, not retried: {last_problem}",
+                        status=status,
+                        attempts=attempt,
+                    )
+                retry_after_s = parse_retry_after(response.headers.get("Retry-After"))
+
+            if attempt < total_attempts:
+                delay = self._delay(attempt, retry_after_s)
+                logger.warning(
+                    "chat completion attempt %d/%d failed (%s); retrying in %.2fs",
+                    attempt,
+                    total_attempts,
+                    last_problem,
+                    delay,
+                )
+                if delay > 0:
+                    self._sleep(delay)
+
+        raise JudgeRequestError(
+            f"request to {self.url} gave up after {total_attempts} attempts; last: {last_problem}",
+            status=last_status,
+            attempts=total_attempts,
+            retryable=True,
+        )
+
+
+_REASK_NOTE = (
+    "\n\n注意：你上一次的回答无法解析（{error}）。"
+    "请严格按照上面的输出要求，只输出一个JSON对象，detail的元素个数必须等于rubric条数。"
+)
+
+
+def judge_one(
+    client: Completer,
+    dialogue: list[dict[str, Any]],
+    response: str,
+    rubric: list[dict[str, Any]],
+) -> JudgeAnswer:
+    """Ask the judge about one reply and return its parsed labels.
+
+    An unparseable answer is re-asked once, with a short note naming the
+    problem appended to the same prompt (at temperature 0 the identical
+    prompt tends to produce the identical bad answer).  A second failure
+    raises ``JudgeParseError``; ``JudgeRequestError`` propagates untouched.
+    """
+    prompt = render_judge_prompt(dialogue, response, rubric)
+    n_items = len(rubric)
+    try:
+        return parse_judge_answer(client.complete(prompt), n_items)
+    except JudgeParseError as first:
+        logger.info("judge answer unparseable (%s); re-asking once", first)
+        reask = prompt + _REASK_NOTE.format(error=str(first))
+        return parse_judge_answer(client.complete(reask), n_items)

@@ -1,0 +1,1 @@
+"""Drafts, atomic idempotent submission, and per-item consensus."""

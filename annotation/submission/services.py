@@ -1,0 +1,124 @@
+"""Autosaved drafts and the atomic, idempotent submission of a task's labels."""
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+
+from annotation.assignment.services import assignment_revive, lease_extend
+from annotation.errors import Conflict, DomainError
+from annotation.lock_objects import assignment_lock, task_lock
+from annotation.models import Assignment, Draft, Label, Task
+from annotation.selectors import assignment_get_for_expert, rubric_items_for_task
+from annotation.submission.consensus import consensus_compute
+from experts.models import User
+
+MAX_NOTE_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    assignment: Assignment
+    created: bool  # False when the same submission had already been recorded
+    task_complete: bool
+
+
+def _clean_labels(raw, item_keys: list[str], *, partial: bool) -> dict[str, int]:
+    """Validate {item_key: 0|1}; with partial=False every item must be present."""
+    if not isinstance(raw, dict):
+        raise DomainError('"labels" must be an object mapping rubric item ids to 0 or 1.',
+                          errors=[{"field": "labels", "message": "expected an object"}])
+    errors = []
+    known = set(item_keys)
+    clean: dict[str, int] = {}
+    for key, value in raw.items():
+        if key not in known:
+            errors.append({"field": f"labels.{key}", "message": "not a rubric item of this task"})
+        elif isinstance(value, bool) or value not in (0, 1) or not isinstance(value, int):
+            errors.append({"field": f"labels.{key}", "message": f"expected 0 or 1, got {value!r}"})
+        else:
+            clean[key] = value
+    if not partial:
+        missing = [k for k in item_keys if k not in raw]
+        errors.extend({"field": f"labels.{k}", "message": "missing: every rubric item needs a label"}
+                      for k in missing)
+    if errors:
+        count = len(errors)
+        raise DomainError(f"{count} label{'s' if count != 1 else ''} need attention; nothing was saved.",
+                          code="invalid_labels", errors=errors)
+    return clean
+
+
+def _clean_notes(raw, item_keys: list[str]) -> dict[str, str]:
+    if raw in (None, ""):
+        return {}
+    if not isinstance(raw, dict):
+        raise DomainError('"notes" must be an object mapping rubric item ids to text.',
+                          errors=[{"field": "notes", "message": "expected an object"}])
+    known = set(item_keys)
+    errors = [{"field": f"notes.{k}", "message": "not a rubric item of this task"} for k in raw if k not in known]
+    errors += [{"field": f"notes.{k}", "message": f"expected text of at most {MAX_NOTE_CHARS} characters"}
+               for k, v in raw.items() if k in known and (not isinstance(v, str) or len(v) > MAX_NOTE_CHARS)]
+    if errors:
+        raise DomainError("Some notes are invalid; nothing was saved.", code="invalid_notes", errors=errors)
+    return {k: v for k, v in raw.items() if v.strip()}
+
+
+def draft_save(*, expert: User, assignment_id, labels, notes=None, now: datetime) -> Draft:
+    """Autosave partial labels of a leased assignment; it also keeps the lease alive."""
+    assignment = assignment_get_for_expert(expert, assignment_id)
+    if assignment.status == Assignment.Status.SUBMITTED:
+        raise Conflict("This task is already submitted.", code="already_submitted")
+    keys = [i.item_key for i in rubric_items_for_task(assignment.task)]
+    clean = _clean_labels(labels or {}, keys, partial=True)
+    clean_notes = _clean_notes(notes, keys)
+    draft, _ = Draft.objects.update_or_create(assignment=assignment,
+                                              defaults={"labels": clean, "notes": clean_notes})
+    lease_extend(assignment=assignment, now=now)
+    return draft
+
+
+def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datetime) -> SubmitResult:
+    """Record all labels of the assignment at once, or nothing.
+
+    Sending the same labels again returns the recorded submission unchanged; sending
+    different labels for a submitted assignment is a conflict. The task's consensus is
+    written in the same transaction when this is its last submission.
+    """
+    assignment = assignment_get_for_expert(expert, assignment_id)
+    items = rubric_items_for_task(assignment.task)
+    keys = [i.item_key for i in items]
+    clean = _clean_labels(labels, keys, partial=False)
+    clean_notes = _clean_notes(notes, keys)
+    with transaction.atomic():
+        task = task_lock(assignment.task_id)
+        assignment = assignment_lock(assignment.pk)
+        if assignment.status == Assignment.Status.SUBMITTED:
+            recorded = dict(Label.objects.filter(assignment=assignment)
+                            .values_list("rubric_item__item_key", "value"))
+            if recorded != clean:
+                raise Conflict("This task was already submitted with other labels; a submission is final.",
+                               code="already_submitted")
+            return SubmitResult(assignment=assignment, created=False,
+                                task_complete=task.status == Task.Status.COMPLETE)
+        if assignment.status == Assignment.Status.EXPIRED:
+            # A late submission is accepted while the task still has room (an overdue
+            # lease that was not swept yet still holds its slot).
+            assignment_revive(assignment=assignment, task=task, now=now)
+        by_key = {i.item_key: i for i in items}
+        Label.objects.bulk_create(
+            Label(assignment=assignment, task=task, rubric_item=by_key[k], value=v, note=clean_notes.get(k, ""))
+            for k, v in clean.items()
+        )
+        assignment.status = Assignment.Status.SUBMITTED
+        assignment.submitted_at = now
+        assignment.save(update_fields=["status", "submitted_at"])
+        Draft.objects.filter(assignment=assignment).delete()
+        task.submitted_count += 1
+        complete = task.submitted_count >= task.overlap
+        if complete:
+            task.status = Task.Status.COMPLETE
+            task.completed_at = now
+        task.save(update_fields=["submitted_count", "status", "completed_at"])
+        if complete and not task.is_golden:
+            consensus_compute(task=task, now=now)
+    return SubmitResult(assignment=assignment, created=True, task_complete=complete)

@@ -1,0 +1,123 @@
+"""Submission is all labels or nothing, idempotent, and writes consensus with the last label."""
+import pytest
+from django.utils import timezone
+
+from annotation.assignment.services import assignment_claim_next
+from annotation.errors import Conflict, DomainError, NotFound
+from annotation.models import Draft, ItemConsensus, Label, Task
+from annotation.selectors import rubric_items_for_task
+from annotation.services import project_add_member
+from annotation.submission.consensus import majority_of
+from annotation.submission.services import draft_save, labels_submit
+from tests.factories import ExpertFactory, make_project_with_tasks
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def setup():
+    project = make_project_with_tasks(n_questions=1, items_per_question=3)
+    experts = [ExpertFactory() for _ in range(3)]
+    for e in experts:
+        project_add_member(project=project, user=e)
+    leases = [assignment_claim_next(project=project, expert=e, now=timezone.now()) for e in experts]
+    keys = [i.item_key for i in rubric_items_for_task(leases[0].task)]
+    return experts, leases, keys
+
+
+def test_a_partial_submission_writes_nothing_and_names_the_missing_items(setup):
+    experts, leases, keys = setup
+
+    with pytest.raises(DomainError) as err:
+        labels_submit(expert=experts[0], assignment_id=leases[0].pk, labels={keys[0]: 1}, now=timezone.now())
+
+    assert {e["field"] for e in err.value.errors} == {f"labels.{k}" for k in keys[1:]}
+    assert Label.objects.count() == 0
+    leases[0].refresh_from_db()
+    assert leases[0].status == "leased"
+
+
+@pytest.mark.parametrize("bad", [2, "1", True, None, 0.5])
+def test_values_other_than_0_or_1_are_refused(setup, bad):
+    experts, leases, keys = setup
+    labels = {k: 1 for k in keys} | {keys[1]: bad}
+
+    with pytest.raises(DomainError, match="need attention"):
+        labels_submit(expert=experts[0], assignment_id=leases[0].pk, labels=labels, now=timezone.now())
+    assert Label.objects.count() == 0
+
+
+def test_unknown_items_are_refused(setup):
+    experts, leases, keys = setup
+
+    with pytest.raises(DomainError):
+        labels_submit(expert=experts[0], assignment_id=leases[0].pk,
+                      labels={k: 1 for k in keys} | {"other:1": 0}, now=timezone.now())
+    assert Label.objects.count() == 0
+
+
+def test_the_same_submission_twice_changes_nothing(setup):
+    experts, leases, keys = setup
+    labels = {k: 1 for k in keys}
+
+    first = labels_submit(expert=experts[0], assignment_id=leases[0].pk, labels=labels, now=timezone.now())
+    second = labels_submit(expert=experts[0], assignment_id=leases[0].pk, labels=labels, now=timezone.now())
+
+    assert (first.created, second.created) == (True, False)
+    assert Label.objects.count() == 3
+    assert Task.objects.get().submitted_count == 1
+
+
+def test_different_labels_after_submission_are_a_conflict(setup):
+    experts, leases, keys = setup
+    labels_submit(expert=experts[0], assignment_id=leases[0].pk, labels={k: 1 for k in keys}, now=timezone.now())
+
+    with pytest.raises(Conflict):
+        labels_submit(expert=experts[0], assignment_id=leases[0].pk, labels={k: 0 for k in keys},
+                      now=timezone.now())
+    assert sorted(Label.objects.values_list("value", flat=True)) == [1, 1, 1]
+
+
+def test_another_experts_assignment_is_not_found(setup):
+    experts, leases, keys = setup
+
+    with pytest.raises(NotFound):
+        labels_submit(expert=experts[1], assignment_id=leases[0].pk, labels={k: 1 for k in keys},
+                      now=timezone.now())
+    assert Label.objects.count() == 0
+
+
+def test_consensus_appears_with_the_last_label(setup):
+    experts, leases, keys = setup
+    votes = [{keys[0]: 1, keys[1]: 1, keys[2]: 0},
+             {keys[0]: 1, keys[1]: 0, keys[2]: 0},
+             {keys[0]: 1, keys[1]: 1, keys[2]: 0}]
+
+    for expert, lease, labels in zip(experts[:2], leases[:2], votes[:2]):
+        labels_submit(expert=expert, assignment_id=lease.pk, labels=labels, now=timezone.now())
+    assert ItemConsensus.objects.count() == 0
+    labels_submit(expert=experts[2], assignment_id=leases[2].pk, labels=votes[2], now=timezone.now())
+
+    rows = {c.rubric_item.item_key: (c.hit_votes, c.total_votes, c.majority, c.zone)
+            for c in ItemConsensus.objects.select_related("rubric_item")}
+    assert rows == {keys[0]: (3, 3, 1, "unanimous"), keys[1]: (2, 3, 1, "split"), keys[2]: (0, 3, 0, "unanimous")}
+    assert Task.objects.get().status == "complete"
+
+
+def test_a_draft_keeps_partial_labels_and_is_cleared_by_submission(setup):
+    experts, leases, keys = setup
+
+    draft_save(expert=experts[0], assignment_id=leases[0].pk, labels={keys[0]: 0}, notes={keys[0]: "why"},
+               now=timezone.now())
+    assert Draft.objects.get().labels == {keys[0]: 0}
+    labels_submit(expert=experts[0], assignment_id=leases[0].pk, labels={k: 0 for k in keys}, now=timezone.now())
+
+    assert Draft.objects.count() == 0
+
+
+@pytest.mark.parametrize(("hits", "total", "expected"), [
+    (2, 3, (1, "split")), (1, 3, (0, "split")), (3, 3, (1, "unanimous")), (0, 3, (0, "unanimous")),
+    (1, 2, (0, "split")),
+])
+def test_majority_rule(hits, total, expected):
+    assert majority_of(hits, total) == expected

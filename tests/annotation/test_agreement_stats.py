@@ -1,0 +1,667 @@
+"""Tests for annotation.agreement.stats (pure numpy, no Django, no database).
+
+scikit-learn and statsmodels appear here only as independent references.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import cohen_kappa_score
+from statsmodels.stats.inter_rater import aggregate_raters
+from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
+
+from annotation.agreement import stats
+
+# ------------------------------------------------------------------- fixtures
+
+
+def correlated_pair(seed: int, n: int, p_same: float, n_cat: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """Two label vectors where b copies a with probability p_same, else is random."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, n_cat, n)
+    b = np.where(rng.random(n) < p_same, a, rng.integers(0, n_cat, n))
+    return a, b
+
+
+def panel(seed: int, n_items: int, n_raters: int, n_cat: int, p_missing: float = 0.0) -> np.ndarray:
+    """A label matrix around a latent truth, with -1 holes at rate p_missing."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, n_cat, n_items)[:, None]
+    noise = rng.integers(0, n_cat, (n_items, n_raters))
+    labels = np.where(rng.random((n_items, n_raters)) < 0.7, truth, noise)
+    return np.where(rng.random((n_items, n_raters)) < p_missing, -1, labels)
+
+
+# Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", section C:
+# 4 observers x 12 units, nominal values 1..5, "." (here -1) missing. Unit 12 has a
+# single value and is not pairable. Published nominal alpha: 0.743.
+KRIPPENDORFF_2011 = np.array(
+    [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, -1, -1, -1],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, -1, 3],
+        [-1, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, -1],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, -1],
+    ]
+).T
+
+
+# ----------------------------------------------------- two raters: sklearn reference
+
+
+@pytest.mark.parametrize(
+    ("seed", "n", "p_same", "n_cat"),
+    [(0, 10, 0.5, 2), (1, 57, 0.8, 2), (2, 1000, 0.9, 2), (3, 20000, 0.3, 2), (4, 500, 0.6, 3), (5, 3000, 0.7, 5)],
+)
+def test_cohen_kappa_matches_sklearn(seed: int, n: int, p_same: float, n_cat: int) -> None:
+    a, b = correlated_pair(seed, n, p_same, n_cat)
+
+    ours = stats.cohen_kappa(a, b)
+
+    assert ours == pytest.approx(cohen_kappa_score(a, b), abs=1e-12)
+
+
+@pytest.mark.parametrize(("seed", "n"), [(0, 1), (1, 33), (2, 5000)])
+def test_percent_agreement_is_share_of_equal_pairs(seed: int, n: int) -> None:
+    a, b = correlated_pair(seed, n, 0.6)
+
+    ours = stats.percent_agreement(a, b)
+
+    assert ours == pytest.approx(np.mean(a == b))
+
+
+def test_cohen_kappa_ignores_pairs_with_a_missing_label() -> None:
+    a, b = correlated_pair(7, 300, 0.7)
+    a_holes = np.where(np.arange(300) % 7 == 0, -1, a)
+    keep = a_holes >= 0
+
+    ours = stats.cohen_kappa(a_holes, b)
+
+    assert ours == pytest.approx(cohen_kappa_score(a[keep], b[keep]))
+
+
+def test_cohen_kappa_single_shared_class_is_nan() -> None:
+    ones = np.ones(12, dtype=int)
+
+    value = stats.cohen_kappa(ones, ones)
+
+    assert math.isnan(value)
+
+
+def test_cohen_kappa_constant_on_different_classes_is_zero() -> None:
+    # p_o = 0 and p_e = 1*0 + 0*1 = 0, so kappa = 0, not undefined.
+    value = stats.cohen_kappa(np.ones(5, dtype=int), np.zeros(5, dtype=int))
+
+    assert value == 0.0
+
+
+def test_two_rater_statistics_on_empty_input_are_nan() -> None:
+    empty = np.zeros(0, dtype=int)
+
+    values = [stats.percent_agreement(empty, empty), stats.cohen_kappa(empty, empty)]
+
+    assert all(math.isnan(v) for v in values)
+
+
+def test_two_rater_statistics_reject_different_lengths() -> None:
+    with pytest.raises(ValueError, match="differ in length"):
+        stats.cohen_kappa([0, 1], [0, 1, 1])
+
+
+# ------------------------------------------------------ Fleiss: statsmodels reference
+
+
+@pytest.mark.parametrize(
+    ("seed", "n_items", "n_raters", "n_cat"),
+    [(0, 5, 2, 2), (1, 40, 3, 2), (2, 400, 3, 2), (3, 1000, 5, 4), (4, 25000, 3, 2)],
+)
+def test_ratings_to_counts_matches_statsmodels_aggregate_raters(seed: int, n_items: int, n_raters: int, n_cat: int) -> None:
+    labels = panel(seed, n_items, n_raters, n_cat)
+    reference, _ = aggregate_raters(labels, n_cat=n_cat)
+
+    counts = stats.ratings_to_counts(labels, n_categories=n_cat)
+
+    np.testing.assert_array_equal(counts, reference)
+
+
+@pytest.mark.parametrize(
+    ("seed", "n_items", "n_raters", "n_cat"),
+    [(0, 5, 2, 2), (1, 40, 3, 2), (2, 400, 3, 2), (3, 1000, 5, 4), (4, 25000, 3, 2)],
+)
+def test_fleiss_kappa_matches_statsmodels(seed: int, n_items: int, n_raters: int, n_cat: int) -> None:
+    labels = panel(seed, n_items, n_raters, n_cat)
+    table, _ = aggregate_raters(labels, n_cat=n_cat)
+
+    ours = stats.fleiss_kappa(stats.ratings_to_counts(labels, n_categories=n_cat))
+
+    assert ours == pytest.approx(sm_fleiss_kappa(table, method="fleiss"), abs=1e-12)
+
+
+def test_fleiss_kappa_hand_computed() -> None:
+    # 3 items x 3 raters, counts per (miss, hit): [3,0], [2,1], [0,3]. N=3, n=3.
+    # p = (5/9, 4/9); P_i = (9-3)/6 = 1, (4+1-3)/6 = 1/3, 1; P_bar = 7/9.
+    # P_e = 25/81 + 16/81 = 41/81; kappa = (63/81 - 41/81) / (40/81) = 22/40 = 0.55.
+    counts = np.array([[3, 0], [2, 1], [0, 3]])
+
+    value = stats.fleiss_kappa(counts)
+
+    assert value == pytest.approx(0.55)
+
+
+def test_fleiss_kappa_single_category_is_nan() -> None:
+    value = stats.fleiss_kappa(np.array([[3, 0], [3, 0]]))
+
+    assert math.isnan(value)
+
+
+def test_fleiss_kappa_rejects_unequal_rater_totals() -> None:
+    with pytest.raises(ValueError, match="same number of ratings"):
+        stats.fleiss_kappa(np.array([[3, 0], [1, 1]]))
+
+
+def test_fleiss_kappa_empty_table_is_nan() -> None:
+    value = stats.fleiss_kappa(np.zeros((0, 2)))
+
+    assert math.isnan(value)
+
+
+def test_ratings_to_counts_skips_missing_labels() -> None:
+    labels = np.array([[1, -1, 0], [-1, -1, -1], [2, 2, -1]])
+
+    counts = stats.ratings_to_counts(labels)
+
+    np.testing.assert_array_equal(counts, [[1, 1, 0], [0, 0, 0], [0, 0, 2]])
+
+
+def test_ratings_to_counts_rejects_label_beyond_categories() -> None:
+    with pytest.raises(ValueError, match="n_categories"):
+        stats.ratings_to_counts(np.array([[0, 2]]), n_categories=2)
+
+
+# ------------------------------------------------------------------ Krippendorff
+
+
+def test_krippendorff_alpha_published_example() -> None:
+    value = stats.krippendorff_alpha_nominal(KRIPPENDORFF_2011)
+
+    assert round(value, 3) == 0.743
+
+
+def test_krippendorff_alpha_two_raters_hand_computed() -> None:
+    # Units:      1  2  3  4  5
+    # Rater A:    0  0  1  1  0
+    # Rater B:    0  1  1  1  0
+    # Each unit has m_u = 2, so each ordered pair weighs 1/(m_u - 1) = 1.
+    # Coincidences: o00 = 2 + 2 = 4 (units 1, 5), o11 = 2 + 2 = 4 (units 3, 4),
+    # o01 = o10 = 1 (unit 2). Margins n0 = n1 = 5, n = 10.
+    # D_o = (o01 + o10) / n = 0.2; D_e = 2 n0 n1 / (n (n - 1)) = 50/90.
+    # alpha = 1 - D_o / D_e = 1 - 0.2 * 90 / 50 = 1 - 0.36 = 0.64.
+    labels = np.array([[0, 0], [0, 1], [1, 1], [1, 1], [0, 0]])
+
+    value = stats.krippendorff_alpha_nominal(labels)
+
+    assert value == pytest.approx(0.64)
+
+
+def test_krippendorff_alpha_perfect_agreement_with_variation_is_one() -> None:
+    labels = np.array([[0, 0, 0], [1, 1, -1], [2, 2, 2], [1, 1, 1]])
+
+    value = stats.krippendorff_alpha_nominal(labels)
+
+    assert value == pytest.approx(1.0)
+
+
+def test_krippendorff_alpha_one_category_everywhere_is_undefined() -> None:
+    # Every rater agrees, but on one value only: expected disagreement is 0.
+    value = stats.krippendorff_alpha_nominal(np.ones((6, 3), dtype=int))
+
+    assert math.isnan(value)
+
+
+def test_krippendorff_alpha_drops_units_with_one_label() -> None:
+    base = np.array([[0, 0], [0, 1], [1, 1], [1, 1], [0, 0]])
+    with_singletons = np.vstack([base, [[1, -1], [-1, 0], [-1, -1]]])
+
+    value = stats.krippendorff_alpha_nominal(with_singletons)
+
+    assert value == pytest.approx(0.64)
+
+
+def test_krippendorff_alpha_empty_is_nan() -> None:
+    value = stats.krippendorff_alpha_nominal(np.zeros((0, 3), dtype=int))
+
+    assert math.isnan(value)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), n_items=st.integers(2, 60), n_raters=st.integers(2, 5))
+def test_krippendorff_alpha_ignores_rater_order_and_category_names(seed: int, n_items: int, n_raters: int) -> None:
+    labels = panel(seed, n_items, n_raters, 3, p_missing=0.2)
+    rng = np.random.default_rng(seed)
+    renamed = np.where(labels >= 0, np.array([2, 0, 1])[labels], -1)[:, rng.permutation(n_raters)]
+
+    pair = [stats.krippendorff_alpha_nominal(labels), stats.krippendorff_alpha_nominal(renamed)]
+
+    np.testing.assert_allclose(pair[0], pair[1], rtol=1e-12, atol=1e-12)
+
+
+# ------------------------------------------------------------- Gwet and observed
+
+
+def test_gwet_ac1_hand_computed_with_missing_labels() -> None:
+    # 3 raters, 4 items, binary:
+    #   item 1: 1 1 1  -> r=3, agreeing pairs share = (3*2)/(3*2) = 1
+    #   item 2: 1 1 0  -> r=3, share = (2*1 + 1*0)/(3*2) = 1/3
+    #   item 3: 0 0 .  -> r=2, share = (2*1)/(2*1) = 1
+    #   item 4: 1 . .  -> r=1, not in p_a (needs r >= 2) but in pi
+    # p_a = (1 + 1/3 + 1) / 3 = 7/9
+    # pi_1 = mean(3/3, 2/3, 0/2, 1/1) = (8/3)/4 = 2/3, pi_0 = 1/3
+    # p_e = (pi_0 (1 - pi_0) + pi_1 (1 - pi_1)) / (q - 1) = (2/9 + 2/9) / 1 = 4/9
+    # AC1 = (7/9 - 4/9) / (1 - 4/9) = (3/9) / (5/9) = 0.6
+    labels = np.array([[1, 1, 1], [1, 1, 0], [0, 0, -1], [1, -1, -1]])
+
+    value = stats.gwet_ac1(labels)
+
+    assert value == pytest.approx(0.6)
+
+
+def test_observed_agreement_multi_hand_computed() -> None:
+    # Same matrix as the AC1 example: p_a = 7/9.
+    labels = np.array([[1, 1, 1], [1, 1, 0], [0, 0, -1], [1, -1, -1]])
+
+    value = stats.observed_agreement_multi(labels)
+
+    assert value == pytest.approx(7 / 9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 300))
+def test_gwet_ac1_two_raters_matches_closed_form(seed: int, n: int) -> None:
+    # Two raters, binary, complete: AC1 = (p_o - p_e) / (1 - p_e) with
+    # p_e = 2 pi (1 - pi) and pi the mean of the two raters' hit rates.
+    a, b = correlated_pair(seed, n, 0.7)
+    pi = (a.mean() + b.mean()) / 2
+    p_e = 2 * pi * (1 - pi)
+    expected = (np.mean(a == b) - p_e) / (1 - p_e)
+
+    value = stats.gwet_ac1(np.column_stack([a, b]))
+
+    assert value == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize(("seed", "n_items", "n_raters"), [(0, 10, 3), (1, 500, 3), (2, 2000, 6)])
+def test_observed_agreement_complete_data_equals_mean_over_rater_pairs(seed: int, n_items: int, n_raters: int) -> None:
+    labels = panel(seed, n_items, n_raters, 2)
+    i, j = np.triu_indices(n_raters, k=1)
+    pairwise = (labels[:, i] == labels[:, j]).mean()
+
+    value = stats.observed_agreement_multi(labels)
+
+    assert value == pytest.approx(pairwise)
+
+
+def test_gwet_ac1_single_class_is_defined() -> None:
+    # Unlike kappa, AC1 stays defined: p_a = 1, pi = (0, 1), p_e = 0 -> AC1 = 1.
+    value = stats.gwet_ac1(np.ones((4, 3), dtype=int))
+
+    assert value == pytest.approx(1.0)
+
+
+def test_multi_rater_statistics_without_pairs_are_nan() -> None:
+    lonely = np.array([[1, -1, -1], [-1, 0, -1]])
+
+    values = [stats.gwet_ac1(lonely), stats.observed_agreement_multi(lonely), stats.krippendorff_alpha_nominal(lonely)]
+
+    assert all(math.isnan(v) for v in values)
+
+
+def test_multi_rater_statistics_on_empty_input_are_nan() -> None:
+    empty = np.zeros((0, 3), dtype=int)
+
+    values = [stats.gwet_ac1(empty), stats.observed_agreement_multi(empty)]
+
+    assert all(math.isnan(v) for v in values)
+
+
+# -------------------------------------------------------------------- majority
+
+
+def test_majority_missing_third_label_is_pending_not_tied() -> None:
+    labels = np.array([[1, 0, -1]])
+
+    result = stats.majority(labels)
+
+    assert (result.majority[0], result.hits[0], result.total[0], result.pending[0]) == (-1, 1, 2, True)
+
+
+def test_majority_votes_and_zones() -> None:
+    labels = np.array([[1, 1, 0], [0, 0, 0], [1, 1, 1], [0, 1, 0], [1, 1, -1], [0, 0, -1], [-1, -1, -1]])
+
+    result = stats.majority(labels)
+
+    np.testing.assert_array_equal(result.majority, [1, 0, 1, 0, 1, 0, -1])
+    np.testing.assert_array_equal(result.hits, [2, 0, 3, 1, 2, 0, 0])
+    np.testing.assert_array_equal(result.total, [3, 3, 3, 3, 2, 2, 0])
+    np.testing.assert_array_equal(result.pending, [False, False, False, False, True, True, True])
+    np.testing.assert_array_equal(result.unanimous, [False, True, True, False, False, False, False])
+
+
+def test_majority_of_empty_matrix_is_empty() -> None:
+    result = stats.majority(np.zeros((0, 3), dtype=int))
+
+    assert [len(field) for field in result] == [0, 0, 0, 0, 0]
+
+
+# ---------------------------------------------------------------- leave one out
+
+
+def reference_leave_one_out(labels: np.ndarray) -> np.ndarray:
+    """Plain loop version of the leave-one-out definition, for comparison."""
+    out = np.full(labels.shape, np.nan)
+    for i, row in enumerate(labels):
+        for j, own in enumerate(row):
+            others = [v for k, v in enumerate(row) if k != j and v >= 0]
+            winners = [c for c in set(others) if 2 * others.count(c) > len(others)]
+            if own >= 0 and winners:
+                out[i, j] = float(winners[0] == own)
+    return out
+
+
+def test_leave_one_out_hand_cases() -> None:
+    labels = np.array([[1, 1, 0], [1, 0, -1], [1, -1, -1], [0, 0, 0]])
+
+    result = stats.leave_one_out_agreement(labels)
+
+    # Row 1: slots 0 and 1 see a 1-1 split among the others (tie -> nan);
+    # slot 2 sees two hits and said miss -> 0.
+    # Row 2: each rater has one other rater who disagrees -> 0, 0; slot 2 missing.
+    # Row 3: nobody else labelled -> nan.
+    expected = np.array([[np.nan, np.nan, 0.0], [0.0, 0.0, np.nan], [np.nan] * 3, [1.0, 1.0, 1.0]])
+    np.testing.assert_array_equal(result, expected)
+
+
+@pytest.mark.parametrize(("seed", "n_raters", "n_cat"), [(0, 3, 2), (1, 4, 2), (2, 5, 3)])
+def test_leave_one_out_matches_plain_loop(seed: int, n_raters: int, n_cat: int) -> None:
+    labels = panel(seed, 300, n_raters, n_cat, p_missing=0.25)
+
+    result = stats.leave_one_out_agreement(labels)
+
+    np.testing.assert_array_equal(result, reference_leave_one_out(labels))
+
+
+# ------------------------------------------------------ alternative annotator test
+
+
+def reference_alt_test(judge: np.ndarray, experts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Plain loop version of the judge/expert agreement arrays."""
+    n, m = experts.shape
+    ja = np.full((n, m), np.nan)
+    ea = np.full((n, m), np.nan)
+    for i in range(n):
+        for j in range(m):
+            others = [experts[i, k] for k in range(m) if k != j and experts[i, k] >= 0]
+            if judge[i] >= 0 and experts[i, j] >= 0 and others:
+                ja[i, j] = np.mean([judge[i] == o for o in others])
+                ea[i, j] = np.mean([experts[i, j] == o for o in others])
+    return ja, ea
+
+
+def test_alternative_annotator_test_hand_case() -> None:
+    experts = np.array([[1, 1, 0], [1, 0, 1], [0, 0, 0], [1, 1, 1]])
+    judge = np.array([1, 1, 0, 0])
+    # Item 0: vs slot 0 others (1, 0): judge 0.5, expert 0.5; slot 2 others (1, 1): judge 1, expert 0.
+    # Item 1: slot 1 others (1, 1): judge 1, expert 0.
+    # Item 3: judge says 0 against unanimous 1s: judge 0, expert 1 for every slot.
+    # Means over the 4 items, judge vs expert: slot 0 0.5 < 0.75 (loss),
+    # slot 1 0.625 >= 0.625, slot 2 0.625 >= 0.625 (wins) -> advantage 2/3.
+
+    result = stats.alternative_annotator_test(judge, experts)
+
+    np.testing.assert_allclose(result.judge_agreement[0], [0.5, 0.5, 1.0])
+    np.testing.assert_allclose(result.expert_agreement[0], [0.5, 0.5, 0.0])
+    # Slot 0 wins on items 0, 1, 2 of 4; slot 1 on 0, 1, 2; slot 2 on 0, 1, 2.
+    np.testing.assert_allclose(result.win_rate, [0.75, 0.75, 0.75])
+    np.testing.assert_allclose(result.judge_mean, [0.5, 0.625, 0.625])
+    np.testing.assert_allclose(result.expert_mean, [0.75, 0.625, 0.625])
+    assert result.advantage_probability == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_alternative_annotator_arrays_match_plain_loop(seed: int) -> None:
+    experts = panel(seed, 200, 3, 2, p_missing=0.2)
+    judge = np.where(np.random.default_rng(seed).random(200) < 0.1, -1, panel(seed + 50, 200, 1, 2)[:, 0])
+    ja, ea = reference_alt_test(judge, experts)
+
+    result = stats.alternative_annotator_test(judge, experts)
+
+    np.testing.assert_allclose(result.judge_agreement, ja)
+    np.testing.assert_allclose(result.expert_agreement, ea)
+    np.testing.assert_allclose(result.win_rate, np.nanmean(ja >= ea, axis=0, where=~np.isnan(ja)))
+
+
+def test_alternative_annotator_judge_equal_to_majority_always_wins() -> None:
+    experts = panel(11, 400, 3, 2)
+    judge = stats.majority(experts).majority
+
+    result = stats.alternative_annotator_test(judge, experts)
+
+    assert (result.advantage_probability, result.average_win_rate) == (1.0, 1.0)
+
+
+def test_alternative_annotator_empty_input_is_nan() -> None:
+    result = stats.alternative_annotator_test(np.zeros(0, dtype=int), np.zeros((0, 3), dtype=int))
+
+    assert math.isnan(result.advantage_probability) and result.judge_agreement.shape == (0, 3)
+
+
+# ------------------------------------------------------------------------- drift
+
+
+def test_rolling_drift_flags_a_decline_after_the_baseline() -> None:
+    values = np.array([1, 1, 1, 1, 0, 0, 0, 1, 0, 0])
+    # Baseline = mean of first 4 = 1.0; window 3 rolling means from t=2:
+    # 1, 1, 2/3, 1/3, 0, 1/3, 1/3, 1/3. Threshold 1.0 - 0.2 = 0.8; alerts at t >= 4.
+
+    result = stats.rolling_drift(values, None, window=3, baseline_n=4, margin=0.2)
+
+    assert result.baseline == 1.0
+    np.testing.assert_allclose(result.rolling[2:5], [1.0, 1.0, 2 / 3])
+    np.testing.assert_array_equal(result.alert_positions, [4, 5, 6, 7, 8, 9])
+
+
+def test_rolling_drift_orders_by_timestamp_and_maps_back() -> None:
+    values = np.array([0, 1, 1, 0, 1])
+    stamps = np.array([50, 10, 20, 40, 30])
+    # Time order: indices 1, 2, 4, 3, 0 -> values 1, 1, 1, 0, 0.
+    # Baseline (first 2) = 1; window 2 means: nan, 1, 1, 0.5, 0 -> alerts at positions 3, 4.
+
+    result = stats.rolling_drift(values, stamps, window=2, baseline_n=2, margin=0.1)
+
+    np.testing.assert_array_equal(result.alert_positions, [3, 4])
+    np.testing.assert_array_equal(result.alert_indices, [3, 0])
+
+
+def test_rolling_drift_short_series_has_no_alerts() -> None:
+    result = stats.rolling_drift(np.array([0, 0]), None, window=5, baseline_n=10, margin=0.0)
+
+    assert math.isnan(result.baseline) and result.alert_indices.size == 0
+
+
+def test_rolling_drift_can_include_the_baseline_period() -> None:
+    values = np.array([1, 0, 0, 1, 1, 1])
+    # Baseline = 4/6, threshold 4/6 - 0.1 ~= 0.567; window 2 means: nan, 0.5, 0, 0.5, 1, 1.
+
+    result = stats.rolling_drift(values, None, window=2, baseline_n=6, margin=0.1, skip_baseline=False)
+
+    np.testing.assert_array_equal(result.alert_positions, [1, 2, 3])
+
+
+# --------------------------------------------------------------------- bootstrap
+
+
+def clustered_pair(seed: int, n_clusters: int, per_cluster: int, p_same: float) -> tuple[np.ndarray, ...]:
+    """0/1 judge and majority vectors whose agreement varies by cluster."""
+    rng = np.random.default_rng(seed)
+    clusters = np.repeat(np.arange(n_clusters), per_cluster)
+    cluster_p = np.clip(rng.normal(p_same, 0.15, n_clusters), 0, 1)[clusters]
+    a = rng.integers(0, 2, clusters.size)
+    b = np.where(rng.random(clusters.size) < cluster_p, a, 1 - a)
+    return a, b, clusters
+
+
+def test_cluster_weights_rows_are_draws_of_all_clusters() -> None:
+    blocks = list(stats.cluster_weights(7, 50, seed=1))
+    weights = np.vstack(blocks)
+
+    assert weights.shape == (50, 7) and set(weights.sum(axis=1)) == {7}
+
+
+def test_bootstrap_single_cluster_never_varies_but_items_do() -> None:
+    a, b, _ = clustered_pair(0, 1, 400, 0.7)
+    one_cluster = np.zeros(a.size, dtype=int)
+    each_item = np.arange(a.size)
+
+    cluster_ci = stats.bootstrap_ci(stats.percent_agreement, one_cluster, a, b, n_boot=300, seed=1)
+    item_ci = stats.bootstrap_ci(stats.percent_agreement, each_item, a, b, n_boot=300, seed=1)
+
+    assert cluster_ci[1] - cluster_ci[0] == 0.0
+    assert item_ci[1] - item_ci[0] > 0.05
+
+
+def test_bootstrap_huge_homogeneous_cluster_widens_the_cluster_interval() -> None:
+    # One dialogue of 600 identical, agreeing items plus 30 small mixed dialogues.
+    # Item resampling treats the 600 as independent evidence and gives a narrow
+    # interval; cluster resampling sees that they are one draw and swings with it.
+    a_small, b_small, c_small = clustered_pair(3, 30, 10, 0.5)
+    a = np.concatenate([np.ones(600, dtype=int), a_small])
+    b = np.concatenate([np.ones(600, dtype=int), b_small])
+    clusters = np.concatenate([np.full(600, 999), c_small])
+
+    cluster_ci = stats.bootstrap_ci(stats.percent_agreement, clusters, a, b, n_boot=500, seed=2)
+    item_ci = stats.bootstrap_ci(stats.percent_agreement, np.arange(a.size), a, b, n_boot=500, seed=2)
+
+    assert (cluster_ci[1] - cluster_ci[0]) > 5 * (item_ci[1] - item_ci[0])
+
+
+def test_bootstrap_ci_contains_the_point_estimate() -> None:
+    a, b, clusters = clustered_pair(4, 200, 12, 0.75)
+    point = stats.cohen_kappa(a, b)
+
+    low, high = stats.bootstrap_ci(stats.cohen_kappa, clusters, a, b, n_boot=400, seed=3)
+
+    assert low < point < high
+
+
+def test_bootstrap_is_reproducible_for_a_seed() -> None:
+    a, b, clusters = clustered_pair(5, 40, 5, 0.6)
+
+    first = stats.bootstrap_replicates(stats.percent_agreement, clusters, a, b, n_boot=100, seed=9)
+    second = stats.bootstrap_replicates(stats.percent_agreement, clusters, a, b, n_boot=100, seed=9)
+
+    np.testing.assert_array_equal(first, second)
+
+
+@pytest.mark.parametrize(("seed", "n_clusters", "per_cluster"), [(0, 5, 3), (1, 80, 10), (2, 300, 4)])
+def test_fast_agreement_kappa_bootstrap_equals_generic_path(seed: int, n_clusters: int, per_cluster: int) -> None:
+    a, b, clusters = clustered_pair(seed, n_clusters, per_cluster, 0.8)
+    # String ids, shuffled rows: the fast path must not depend on either.
+    ids = np.array([f"dialogue-{c}" for c in clusters])
+    perm = np.random.default_rng(seed).permutation(a.size)
+    a, b, ids = a[perm], b[perm], ids[perm]
+
+    fast = stats.bootstrap_agreement_kappa(a, b, ids, n_boot=300, seed=seed)
+    generic_agreement = stats.bootstrap_replicates(stats.percent_agreement, ids, a, b, n_boot=300, seed=seed)
+    generic_kappa = stats.bootstrap_replicates(stats.cohen_kappa, ids, a, b, n_boot=300, seed=seed)
+
+    np.testing.assert_allclose(fast.agreement_replicates, generic_agreement, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fast.kappa_replicates, generic_kappa, rtol=0, atol=1e-12, equal_nan=True)
+    np.testing.assert_allclose(fast.kappa_ci, stats.percentile_interval(generic_kappa), atol=1e-12)
+    assert (fast.agreement, fast.kappa) == (pytest.approx(stats.percent_agreement(a, b)), pytest.approx(stats.cohen_kappa(a, b)))
+
+
+def test_fast_bootstrap_drops_missing_pairs_like_the_generic_path() -> None:
+    a, b, clusters = clustered_pair(8, 50, 6, 0.7)
+    b_holes = np.where(np.arange(b.size) % 5 == 0, -1, b)
+
+    fast = stats.bootstrap_agreement_kappa(a, b_holes, clusters, n_boot=200, seed=4)
+    generic = stats.bootstrap_replicates(stats.cohen_kappa, clusters, a, b_holes, n_boot=200, seed=4)
+
+    np.testing.assert_allclose(fast.kappa_replicates, generic, atol=1e-12, equal_nan=True)
+
+
+def test_bootstrap_ignores_nan_replicates() -> None:
+    # Kappa is nan in replicates that draw only the all-hit clusters.
+    a = np.array([1, 1, 1, 1, 0, 1])
+    b = np.array([1, 1, 1, 1, 0, 0])
+    clusters = np.array([0, 0, 1, 1, 2, 2])
+
+    fast = stats.bootstrap_agreement_kappa(a, b, clusters, n_boot=500, seed=5)
+
+    assert np.isnan(fast.kappa_replicates).any() and np.isfinite(fast.kappa_ci).all()
+
+
+def test_bootstrap_all_nan_gives_nan_interval() -> None:
+    ones = np.ones(10, dtype=int)
+
+    interval = stats.bootstrap_ci(stats.cohen_kappa, np.arange(10) // 2, ones, ones, n_boot=50)
+
+    assert all(math.isnan(v) for v in interval)
+
+
+def test_bootstrap_empty_input_gives_nan_interval() -> None:
+    empty = np.zeros(0, dtype=int)
+
+    generic = stats.bootstrap_ci(stats.percent_agreement, empty, empty, empty, n_boot=20)
+    fast = stats.bootstrap_agreement_kappa(empty, empty, empty, n_boot=20)
+
+    assert all(math.isnan(v) for v in (*generic, *fast.agreement_ci, *fast.kappa_ci))
+
+
+def test_bootstrap_resamples_label_matrices_row_wise() -> None:
+    labels = panel(6, 300, 3, 2, p_missing=0.1)
+    clusters = np.arange(300) // 6
+    point = stats.krippendorff_alpha_nominal(labels)
+
+    low, high = stats.bootstrap_ci(stats.krippendorff_alpha_nominal, clusters, labels, n_boot=200, seed=6)
+
+    assert low < point < high
+
+
+# ---------------------------------------------------------------------- timing
+
+
+def timed(fn: object) -> float:
+    """Seconds taken by one call of fn."""
+    start = time.perf_counter()
+    fn()  # type: ignore[operator]
+    return time.perf_counter() - start
+
+
+def test_timing_at_production_scale(capsys: pytest.CaptureFixture[str]) -> None:
+    # ~400,000 label units; prints durations only, no timing assertion.
+    n = 400_000
+    labels = panel(42, n, 3, 2, p_missing=0.02)
+    judge = panel(43, n, 1, 2)[:, 0]
+    clusters = np.arange(n) // 40
+    maj = stats.majority(labels).majority
+    jobs = {
+        "majority": lambda: stats.majority(labels),
+        "cohen": lambda: stats.cohen_kappa(judge, maj),
+        "fleiss": lambda: stats.fleiss_kappa(stats.ratings_to_counts(np.where(labels < 0, 0, labels))),
+        "alpha": lambda: stats.krippendorff_alpha_nominal(labels),
+        "ac1": lambda: stats.gwet_ac1(labels),
+        "leave_one_out": lambda: stats.leave_one_out_agreement(labels),
+        "alt_test": lambda: stats.alternative_annotator_test(judge, labels),
+        "fast_bootstrap_1000": lambda: stats.bootstrap_agreement_kappa(judge, maj, clusters, n_boot=1000),
+    }
+
+    timings = {name: round(timed(job), 3) for name, job in jobs.items()}
+
+    with capsys.disabled():
+        print("\nagreement timings at 400k units (s):", timings)
+    assert set(timings) == set(jobs)

@@ -72,13 +72,21 @@ class Assignment(models.Model):
         SUBMITTED = "submitted", _("Submitted")
         EXPIRED = "expired", _("Expired")
 
+    class Kind(models.TextChoices):
+        WORK = "work", _("Work")
+        CALIBRATION = "calibration", _("Calibration")
+
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="assignments")
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.WORK)
     expert = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments")
     slot = models.PositiveSmallIntegerField()
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.LEASED)
     leased_at = models.DateTimeField()
     expires_at = models.DateTimeField()
     submitted_at = models.DateTimeField(null=True, blank=True)
+    # The expert's tier when they submitted: pay and quality reports use the tier in
+    # force at that moment, not today's.
+    tier_at_submission = models.CharField(max_length=10, blank=True)
 
     class Meta:
         ordering = ["id"]

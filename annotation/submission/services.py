@@ -10,7 +10,7 @@ from annotation.lock_objects import assignment_lock, task_lock
 from annotation.models import Assignment, Draft, Label, Task
 from annotation.selectors import assignment_get_for_expert, rubric_items_for_task
 from annotation.submission.consensus import consensus_compute
-from experts.models import User
+from experts.models import ExpertProfile, User
 
 MAX_NOTE_CHARS = 2000
 
@@ -77,6 +77,11 @@ def draft_save(*, expert: User, assignment_id, labels, notes=None, now: datetime
     return draft
 
 
+def _current_tier(expert: User) -> str:
+    profile = ExpertProfile.objects.filter(user=expert).only("tier").first()
+    return profile.tier if profile else ""
+
+
 def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datetime) -> SubmitResult:
     """Record all labels of the assignment at once, or nothing.
 
@@ -111,7 +116,8 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
         )
         assignment.status = Assignment.Status.SUBMITTED
         assignment.submitted_at = now
-        assignment.save(update_fields=["status", "submitted_at"])
+        assignment.tier_at_submission = _current_tier(expert)
+        assignment.save(update_fields=["status", "submitted_at", "tier_at_submission"])
         Draft.objects.filter(assignment=assignment).delete()
         task.submitted_count += 1
         complete = task.submitted_count >= task.overlap

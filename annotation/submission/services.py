@@ -7,6 +7,7 @@ from django.db import transaction
 from annotation.assignment.services import assignment_revive, lease_extend
 from annotation.errors import Conflict, DomainError
 from annotation.lock_objects import assignment_lock, task_lock
+from annotation.outbox import task_send_on_commit
 from annotation.models import Assignment, Draft, Label, Task
 from annotation.selectors import assignment_get_for_expert, rubric_items_for_task
 from annotation.submission.consensus import consensus_compute
@@ -127,4 +128,6 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
         task.save(update_fields=["submitted_count", "status", "completed_at"])
         if complete and not task.is_golden:
             consensus_compute(task=task, now=now)
+        # Payments listens by task name; it decides what earns (calibration does not).
+        task_send_on_commit("payments.post_earning", assignment.pk)
     return SubmitResult(assignment=assignment, created=True, task_complete=complete)

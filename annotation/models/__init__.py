@@ -1,8 +1,13 @@
 """Annotation models, split by sub-domain; import them from here."""
+from .judging import AgreementReport, JudgeLabel, JudgeRun, JudgeTaskResult
 from .project import Difficulty, Project, Question, Response
 from .work import Assignment, Draft, IdempotencyRecord, ItemConsensus, Label, Task
 
 __all__ = [
+    "AgreementReport",
+    "JudgeLabel",
+    "JudgeRun",
+    "JudgeTaskResult",
     "Assignment",
     "Difficulty",
     "Draft",

@@ -1,0 +1,120 @@
+"""LLM judge runs (imported or live) and the labels they produced."""
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+
+class JudgeRun(models.Model):
+    """One judge's pass over a project's tasks under one rubric version."""
+
+    class Source(models.TextChoices):
+        IMPORTED = "imported", _("Imported")
+        LIVE = "live", _("Live")
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("Pending")
+        RUNNING = "running", _("Running")
+        CANCELLED = "cancelled", _("Cancelled")
+        DONE = "done", _("Done")
+        FAILED = "failed", _("Failed")
+
+    project = models.ForeignKey("annotation.Project", on_delete=models.CASCADE, related_name="judge_runs")
+    rubric_version = models.ForeignKey("rubrics.RubricVersion", on_delete=models.PROTECT, related_name="judge_runs")
+    name = models.CharField(max_length=100)
+    judge_model = models.CharField(max_length=200, blank=True)
+    prompt_version = models.CharField(max_length=100, blank=True)
+    source = models.CharField(max_length=10, choices=Source.choices)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    base_url = models.URLField(max_length=500, blank=True)
+    # The key is stored encrypted (Fernet, keyed from SECRET_KEY) or named by an environment
+    # variable; it is never rendered back to anyone.
+    api_key_encrypted = models.TextField(blank=True)
+    api_key_env = models.CharField(max_length=100, blank=True)
+    requests_per_second = models.FloatField(default=2.0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="judge_run_name_unique"),
+            models.CheckConstraint(condition=Q(requests_per_second__gt=0), name="judge_run_rps_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"judge run {self.name} ({self.status})"
+
+
+class JudgeTaskResult(models.Model):
+    """The outcome of asking the judge about one task: done, failed (with why), or pending."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("Pending")
+        DONE = "done", _("Done")
+        FAILED = "failed", _("Failed")
+
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="results")
+    task = models.ForeignKey("annotation.Task", on_delete=models.CASCADE, related_name="judge_results")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True)
+    reason = models.TextField(blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "task"], name="judge_result_one_per_task")]
+        indexes = [models.Index(fields=["run", "status"], name="judge_result_run_status_idx")]
+
+    def __str__(self) -> str:
+        return f"judge result task {self.task_id} ({self.status})"
+
+
+class JudgeLabel(models.Model):
+    """The judge's hit (1) or miss (0) on one rubric item of one task."""
+
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="labels")
+    task = models.ForeignKey("annotation.Task", on_delete=models.CASCADE, related_name="judge_labels")
+    rubric_item = models.ForeignKey("rubrics.RubricItem", on_delete=models.PROTECT, related_name="judge_labels")
+    value = models.PositiveSmallIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "task", "rubric_item"], name="judge_label_one_per_item"),
+            models.CheckConstraint(condition=Q(value__in=[0, 1]), name="judge_label_value_binary"),
+        ]
+
+    def __str__(self) -> str:
+        return f"judge {self.value} on item {self.rubric_item_id} (task {self.task_id})"
+
+
+class AgreementReport(models.Model):
+    """A stored agreement report: the dashboard reads these, never raw labels."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("Pending")
+        RUNNING = "running", _("Running")
+        DONE = "done", _("Done")
+        FAILED = "failed", _("Failed")
+
+    project = models.ForeignKey("annotation.Project", on_delete=models.CASCADE, related_name="agreement_reports")
+    rubric_version = models.ForeignKey("rubrics.RubricVersion", on_delete=models.CASCADE, null=True, blank=True,
+                                       related_name="+")
+    judge_run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, null=True, blank=True, related_name="reports")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    requested_at = models.DateTimeField()
+    computed_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    units = models.PositiveIntegerField(default=0)
+    payload = models.JSONField(default=dict)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-requested_at"]
+        indexes = [models.Index(fields=["project", "status", "-computed_at"], name="agreement_latest_idx")]
+
+    def __str__(self) -> str:
+        return f"agreement report {self.pk} ({self.status})"

@@ -36,6 +36,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -110,6 +111,8 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 MEDIA_ROOT = BASE_DIR / "media"
+# WhiteNoise serves static files in every mode; with finders on, `make run` needs no collectstatic.
+WHITENOISE_USE_FINDERS = env_bool("WHITENOISE_USE_FINDERS", True)
 
 # Imports are read whole into memory before validation (all-or-nothing), so the size is capped.
 RUBRICA_MAX_IMPORT_BYTES = env_int("RUBRICA_MAX_IMPORT_BYTES", 20 * 1024 * 1024)
@@ -140,3 +143,6 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
 }
+
+# django-guardian: no anonymous user row (it would show up as an account with the default role).
+ANONYMOUS_USER_NAME = None

@@ -1,7 +1,7 @@
 """Rubric versions as the work sees them: drafts, publishing, and tasks per version.
 
-This spans `rubrics` (versions, items) and `annotation` (tasks), so it lives here, in
-the higher app.
+This spans `rubrics` (versions, items), `experts` (notifications) and `annotation`
+(tasks, golden set, calibration), so it lives here, in the highest app it touches.
 """
 import random
 from datetime import datetime
@@ -9,8 +9,15 @@ from datetime import datetime
 from django.db import transaction
 from django.db.models import Exists, Max, OuterRef
 
+from django.urls import reverse
+
+from annotation.calibration.golden import golden_carry_forward
+from annotation.calibration.selectors import project_experts, project_has_golden_set
+from annotation.calibration.services import calibrations_mark_stale
 from annotation.errors import DomainError
 from annotation.models import Project, Response, Task
+from annotation.rubric_editing.diff import rubric_version_diff
+from experts.notifications import notification_send
 from rubrics.models import RubricItem, RubricVersion
 
 
@@ -38,7 +45,17 @@ def rubric_version_publish(*, project: Project, version: RubricVersion, reason: 
 
     Open tasks nobody has touched move to the new version; every response with rubric
     items in the new version gets a task on it. Labels already made stay tied to the
-    version they were made under.
+    version they were made under, and leases already taken on the old version may be
+    finished. The changelog records `reason`.
+
+    Against the previously published version: the golden set carries over (references
+    only for questions whose items did not change), and when the standard changed
+    (an item edited or removed, or added to an existing question; see
+    `RubricDiff.changes_standard`) every calibration of the project goes stale and, where
+    calibration gates work (the project has a golden set), its experts are notified to
+    calibrate again. A version that only adds new questions
+    (a question import) keeps calibrations valid. A draft identical to the published
+    version is refused.
     """
     version = RubricVersion.objects.select_for_update().get(pk=version.pk)
     if version.rubric_id != project.rubric_id:
@@ -50,11 +67,28 @@ def rubric_version_publish(*, project: Project, version: RubricVersion, reason: 
                           errors=[{"field": "reason", "message": "required"}])
     if not version.items.exists():
         raise DomainError("A version without rubric items cannot be published.")
+    previous = (RubricVersion.objects.filter(rubric_id=project.rubric_id, status=RubricVersion.Status.PUBLISHED)
+                .order_by("-number").first())
+    diff = rubric_version_diff(old=previous, new=version) if previous is not None else None
+    if diff is not None and diff.is_empty:
+        raise DomainError(f"The draft is identical to version {previous.number}; there is nothing to publish.",
+                          code="no_changes")
     version.status = RubricVersion.Status.PUBLISHED
     version.published_at = now
     version.changelog = reason.strip()
     version.save(update_fields=["status", "published_at", "changelog"])
     tasks_ensure_for_version(project=project, version=version)
+    if diff is not None:
+        unchanged = diff.old_questions - diff.touched_questions
+        golden_carry_forward(project=project, previous=previous, version=version, unchanged_questions=unchanged,
+                             now=now)
+        if diff.changes_standard:
+            calibrations_mark_stale(project=project, now=now)
+            if project_has_golden_set(project):
+                notification_send(users=project_experts(project), kind="rubric_published", now=now,
+                                  params={"version": version.number, "project": project.name,
+                                          "reason": version.changelog},
+                                  link=reverse("calibration", args=[project.pk]))
     return version
 
 

@@ -1,8 +1,11 @@
 """Celery tasks of the annotation app: thin, idempotent wrappers over services."""
 from celery import shared_task
+from django.db import OperationalError
 from django.utils import timezone
 
 from annotation.assignment.services import leases_expire
+from annotation.calibration.standing import expert_evaluate
+from experts.models import User
 
 
 @shared_task(name="annotation.expire_leases", acks_late=True, soft_time_limit=60, time_limit=90)
@@ -12,3 +15,15 @@ def expire_leases() -> int:
     while (n := leases_expire(now=timezone.now())) > 0:
         total += n
     return total
+from annotation.judging.tasks import *  # noqa: F401,F403
+from annotation.agreement.tasks import *  # noqa: F401,F403
+
+
+@shared_task(name="annotation.evaluate_expert", acks_late=True, soft_time_limit=60, time_limit=90,
+             autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
+def evaluate_expert(user_id: int) -> int:
+    """Re-apply the tier rules to one expert after a submission; returns the number of tier changes."""
+    user = User.objects.filter(pk=user_id).first()
+    if user is None:
+        return 0
+    return len(expert_evaluate(expert=user, now=timezone.now()))

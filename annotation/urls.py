@@ -1,1 +1,18 @@
-urlpatterns: list = []
+"""Pages of the annotation app, mounted at the site root."""
+from django.urls import include, path
+
+from annotation import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("projects/<int:project_id>/", views.project_detail, name="project_detail"),
+    path("projects/<int:project_id>/next/", views.next_task, name="next_task"),
+    path("projects/<int:project_id>/import/<slug:kind>/", views.project_import, name="project_import"),
+    path("assignments/<int:assignment_id>/", views.annotate, name="annotate"),
+    path("assignments/<int:assignment_id>/draft/", views.draft_save_view, name="draft_save_view"),
+    path("assignments/<int:assignment_id>/submit/", views.submit_view, name="submit_view"),
+    path("", include("annotation.judging.urls")),
+    path("", include("annotation.calibration.urls")),
+    path("", include("annotation.rubric_editing.urls")),
+    path("", include("annotation.dashboard.urls")),
+]

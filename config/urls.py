@@ -10,5 +10,6 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("annotation.api.urls")),
     path("accounts/", include("experts.urls")),
+    path("payments/", include("payments.urls")),
     path("", include("annotation.urls")),
 ]

@@ -61,6 +61,10 @@ class ExpertProfile(models.Model):
     languages = models.CharField(max_length=100, blank=True, default="zh")
     weekly_capacity = models.PositiveIntegerField(default=200)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    # Why the status last changed (an automatic pause names the project and the accuracy),
+    # and when: control accuracy that paused an expert counts only from the last change on.
+    status_reason = models.CharField(max_length=300, blank=True)
+    status_changed_at = models.DateTimeField(null=True, blank=True)
     tier = models.CharField(max_length=10, choices=Tier.choices, default=Tier.BRONZE)
     max_concurrent_leases = models.PositiveSmallIntegerField(default=1)
     specialties = models.ManyToManyField("rubrics.Dimension", blank=True, related_name="specialists")
@@ -79,3 +83,106 @@ class ExpertProfile(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status == self.Status.ACTIVE
+
+
+def tier_rank(tier: str) -> int:
+    """Position of `tier` in TIER_ORDER (bronze 0 ... platinum 3)."""
+    return TIER_ORDER.index(Tier(tier))
+
+
+def _percent(field: str) -> Q:
+    return Q(**{f"{field}__gte": 0, f"{field}__lte": 100})
+
+
+class TierRule(models.Model):
+    """One rule of the tier ladder, editable by admins in the Django admin.
+
+    A *promote* rule for tier T lifts an expert from the tier just below T to T once
+    every threshold is met: submitted work, golden accuracy (on at least
+    `min_golden_items` judged golden items) and leave-one-out peer agreement.
+    A *demote* rule for tier T drops an expert at T one tier down when their accuracy
+    on their last `window` control tasks is below `demote_below_pct` (sustained low
+    accuracy; a window not yet full never demotes). Bronze is the floor: it has no rules.
+    """
+
+    class Kind(models.TextChoices):
+        PROMOTE = "promote", _("Promote to this tier")
+        DEMOTE = "demote", _("Demote from this tier")
+
+    tier = models.CharField(max_length=10, choices=Tier.choices)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    min_completed = models.PositiveIntegerField(default=0, help_text=_("Promote: submitted tasks, all projects."))
+    min_golden_accuracy_pct = models.PositiveSmallIntegerField(default=0)
+    min_golden_items = models.PositiveIntegerField(
+        default=20, help_text=_("Promote: golden items judged before golden accuracy counts."))
+    min_peer_agreement_pct = models.PositiveSmallIntegerField(default=0)
+    demote_below_pct = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text=_("Demote: control-task accuracy below this over the window."))
+    window = models.PositiveSmallIntegerField(default=20, help_text=_("Demote: the last N control tasks."))
+    is_active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["kind", "tier"]
+        constraints = [
+            models.UniqueConstraint(fields=["tier", "kind"], name="tier_rule_one_per_tier_kind"),
+            models.CheckConstraint(condition=~Q(tier="bronze"), name="tier_rule_not_bronze"),
+            models.CheckConstraint(condition=_percent("min_golden_accuracy_pct"), name="tier_rule_golden_pct"),
+            models.CheckConstraint(condition=_percent("min_peer_agreement_pct"), name="tier_rule_peer_pct"),
+            models.CheckConstraint(
+                condition=Q(demote_below_pct__isnull=True) | _percent("demote_below_pct"), name="tier_rule_demote_pct"),
+            models.CheckConstraint(
+                condition=Q(kind="promote") | Q(demote_below_pct__isnull=False), name="tier_rule_demote_has_threshold"),
+            models.CheckConstraint(condition=Q(window__gte=1), name="tier_rule_window_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()}: {self.get_tier_display()}"
+
+
+class TierChange(models.Model):
+    """One entry of an expert's tier history: from, to, why, when and by whom (null: the rules)."""
+
+    profile = models.ForeignKey(ExpertProfile, on_delete=models.CASCADE, related_name="tier_changes")
+    from_tier = models.CharField(max_length=10, choices=Tier.choices)
+    to_tier = models.CharField(max_length=10, choices=Tier.choices)
+    reason = models.TextField()
+    rule = models.ForeignKey(TierRule, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    changed_at = models.DateTimeField()
+    changed_by = models.ForeignKey(User, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+
+    class Meta:
+        ordering = ["-changed_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(from_tier=models.F("to_tier")), name="tier_change_changes"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.profile.pseudonym}: {self.from_tier} → {self.to_tier}"
+
+
+class Notification(models.Model):
+    """A message to one user, shown in their notification list until read.
+
+    `message` is the English text (admin, API); pages render `kind` with `params` in
+    the reader's language (see `experts.notifications`).
+    """
+
+    class Kind(models.TextChoices):
+        RUBRIC_PUBLISHED = "rubric_published", _("Rubric version published")
+        EXPERT_PAUSED = "expert_paused", _("Expert paused")
+        TIER_CHANGED = "tier_changed", _("Tier changed")
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="notifications")
+    kind = models.CharField(max_length=30, choices=Kind.choices)
+    message = models.TextField()
+    params = models.JSONField(default=dict, blank=True)
+    link = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField()
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "read_at"], name="notification_user_read_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} for {self.user_id} at {self.created_at:%Y-%m-%d %H:%M}"

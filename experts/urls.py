@@ -1,1 +1,8 @@
-urlpatterns: list = []
+"""Sign in and out (Django's auth views; django-axes throttles failed sign-ins)."""
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+urlpatterns = [
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+]

@@ -5,3 +5,9 @@ from django.utils.translation import gettext_lazy as _
 class PaymentsConfig(AppConfig):
     name = "payments"
     verbose_name = _("Payments")
+
+    def ready(self) -> None:
+        # Register the tasks in every process, not only in workers: annotation sends
+        # "payments.post_earning" by name, and in the embedded mode (eager Celery) a
+        # task the process does not know would go to the in-memory broker and be lost.
+        from payments import tasks  # noqa: F401

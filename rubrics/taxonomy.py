@@ -21,3 +21,17 @@ DIMENSIONS: list[tuple[str, str, str, str]] = [
     ("other", "其他", "Other (gate)", "gate"),
 ]
 GATE_NAME_ZH = "其他"
+
+
+def taxonomy_ensure(dimension_model=None) -> int:
+    """Create any missing taxonomy rows (the data migration and tests after a flush use it)."""
+    if dimension_model is None:
+        from rubrics.models import Dimension as dimension_model
+    existing = set(dimension_model.objects.values_list("code", flat=True))
+    missing = [
+        dimension_model(code=code, name_zh=zh, name_en=en, category=category, is_gate=category == "gate",
+                        sort_order=order)
+        for order, (code, zh, en, category) in enumerate(DIMENSIONS) if code not in existing
+    ]
+    dimension_model.objects.bulk_create(missing)
+    return len(missing)

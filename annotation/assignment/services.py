@@ -4,20 +4,32 @@ Rules (DESIGN step 4): a task reaches exactly `overlap` distinct experts, drawn 
 random among eligible ones; an expert never holds two assignments on one task, and
 never gets back a task whose lease they let expire. The database enforces both rules
 (unique constraints and a trigger); this module keeps the counters on Task in step.
+
+Eligibility (all of it, or no task): annotate permission in the project, an active
+expert profile, a passing calibration once the project has a golden set
+(`annotation.calibration.gate.calibration_check`), a free lease under the
+expert's limit; and per task, a tier that allows the question's difficulty
+(`project.hard_min_tier`). Among eligible tasks the draw may lean toward the
+expert's strengths (`annotation.assignment.matching`), and at `project.control_rate_pct`
+a lease is a silent control task: a golden task, leased and shown like any other.
 """
 import logging
 import random
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, QuerySet
 
 from annotation import permissions
+from annotation.assignment import matching
+from annotation.calibration.gate import calibration_check
+from annotation.calibration.selectors import golden_task_ids_seen_in_calibration, golden_usable_tasks
 from annotation.errors import Conflict, Forbidden
 from annotation.lock_objects import task_lock, task_lock_or_skip
-from annotation.models import Assignment, Project, Task
+from annotation.models import Assignment, Difficulty, Project, Task
 from annotation.selectors import rubric_version_current
-from experts.models import ExpertProfile, User
+from experts.models import ExpertProfile, User, tier_rank
+from rubrics.models import RubricVersion
 
 logger = logging.getLogger(__name__)
 
@@ -37,8 +49,7 @@ def free_slot(task: Task) -> int:
     return next(n for n in range(1, task.overlap + 1) if n not in taken)
 
 
-def expert_check_eligible(*, project: Project, expert: User) -> ExpertProfile:
-    """The expert's profile if they may take work in `project`; otherwise Forbidden with the reason."""
+def _expert_check_active(*, project: Project, expert: User) -> ExpertProfile:
     if not permissions.can_annotate(expert, project):
         raise Forbidden("You are not an annotator in this project.", code="not_member")
     profile = ExpertProfile.objects.filter(user=expert).first()
@@ -49,27 +60,88 @@ def expert_check_eligible(*, project: Project, expert: User) -> ExpertProfile:
     return profile
 
 
-def _draw_candidates(*, project: Project, version_id: int, expert: User, start: int, wrap: bool) -> list[Task]:
+def expert_check_eligible(*, project: Project, expert: User) -> ExpertProfile:
+    """The expert's profile if they may take new work in `project`; otherwise Forbidden with the reason.
+
+    Codes: "not_member", "no_profile", "paused", "calibration_required" (the page sends
+    the expert to calibration). The lease limit and the tier's difficulty gate apply
+    when drawing (`assignment_claim_next`).
+    """
+    profile = _expert_check_active(project=project, expert=expert)
+    calibration_check(project=project, expert=expert)
+    return profile
+
+
+def difficulties_for(*, project: Project, tier: str) -> list[str]:
+    """The question difficulties an expert of `tier` takes in `project` (hard needs `project.hard_min_tier`)."""
+    allowed = [Difficulty.NORMAL]
+    if tier_rank(tier) >= tier_rank(project.hard_min_tier):
+        allowed.append(Difficulty.HARD)
+    return allowed
+
+
+def _open_tasks_for(*, project: Project, version_id: int, expert: User, difficulties: list[str]) -> QuerySet[Task]:
+    """Regular open tasks of the version the expert never held, of a difficulty their tier takes."""
     held_before = Assignment.objects.filter(task=OuterRef("pk"), expert=expert)
-    qs = (Task.objects.filter(project=project, rubric_version_id=version_id, status=Task.Status.OPEN)
+    qs = (Task.objects.filter(project=project, rubric_version_id=version_id, status=Task.Status.OPEN,
+                              is_golden=False)
           .exclude(Exists(held_before)))
-    qs = qs.filter(shuffle_key__lt=start) if wrap else qs.filter(shuffle_key__gte=start)
-    return list(qs.order_by("shuffle_key").select_for_update(skip_locked=True, of=("self",))[:1])
+    if len(difficulties) < len(Difficulty.values):
+        qs = qs.filter(response__question__difficulty__in=difficulties)
+    return qs
 
 
-def assignment_claim_next(*, project: Project, expert: User, now: datetime) -> Assignment | None:
+def _draw_candidate(*, tasks: QuerySet[Task], start: int) -> Task | None:
+    """The first unlocked task past `start` on the ring, wrapping around; locked FOR UPDATE."""
+    for part in (tasks.filter(shuffle_key__gte=start), tasks.filter(shuffle_key__lt=start)):
+        found = list(part.select_related("response__question").order_by("shuffle_key")
+                     .select_for_update(skip_locked=True, of=("self",))[:1])
+        if found:
+            return found[0]
+    return None
+
+
+def _draw_control(*, project: Project, version: RubricVersion, expert: User, difficulties: list[str],
+                  rng: random.Random) -> Task | None:
+    """A golden task to lease as a silent control task, or None.
+
+    Golden tasks the expert met in calibration are left out: they saw those references.
+    """
+    held_before = Assignment.objects.filter(task=OuterRef("pk"), expert=expert)
+    qs = (golden_usable_tasks(project=project, version=version).filter(status=Task.Status.OPEN)
+          .exclude(Exists(held_before))
+          .exclude(pk__in=golden_task_ids_seen_in_calibration(project=project, expert=expert))
+          .filter(response__question__difficulty__in=difficulties))
+    ids = sorted(qs.values_list("pk", flat=True))
+    rng.shuffle(ids)
+    for task_id in ids:
+        task = task_lock_or_skip(task_id)
+        if task is not None and task.status == Task.Status.OPEN:
+            return task
+    return None
+
+
+def assignment_claim_next(*, project: Project, expert: User, now: datetime,
+                          rng: random.Random | None = None) -> Assignment | None:
     """Lease the next task in `project` to `expert`, or return None when no task is left for them.
 
     An unexpired lease the expert already holds in the project is returned again, so
-    "next task" never hoards work. The draw picks the first open task past a random
-    point of the task ring that the expert never held; SKIP LOCKED lets concurrent
-    experts pass each other instead of queueing on one row.
+    "next task" never hoards work (and a lease taken before a rubric change may still
+    be finished). Otherwise the expert must be eligible (`expert_check_eligible`). The
+    draw takes candidates past random points of the task ring among tasks the expert
+    may take and never held, and picks one by matching weight; SKIP LOCKED lets
+    concurrent experts pass each other instead of queueing on one row. With
+    probability `project.control_rate_pct` % the lease is a control task instead,
+    when one is left for the expert; a control task is only handed out while regular
+    work is left, so the end of a project looks the same to everyone.
     """
-    profile = expert_check_eligible(project=project, expert=expert)
+    rng = rng or random
+    profile = _expert_check_active(project=project, expert=expert)
     current = (Assignment.objects.filter(expert=expert, task__project=project, status=Assignment.Status.LEASED,
                                          expires_at__gt=now).order_by("leased_at").first())
     if current is not None:
         return current
+    calibration_check(project=project, expert=expert)
     leases_expire(project=project, now=now)
     live = Assignment.objects.filter(expert=expert, status=Assignment.Status.LEASED, expires_at__gt=now).count()
     if live >= profile.max_concurrent_leases:
@@ -77,29 +149,35 @@ def assignment_claim_next(*, project: Project, expert: User, now: datetime) -> A
     version = rubric_version_current(project)
     if version is None:
         return None
+    difficulties = difficulties_for(project=project, tier=profile.tier)
+    tasks = _open_tasks_for(project=project, version_id=version.pk, expert=expert, difficulties=difficulties)
+    strengths = matching.expert_strengths(profile, expert)
+    draws = matching.CANDIDATES if strengths else 1
+    want_control = rng.random() * 100 < project.control_rate_pct
     for _attempt in range(DRAW_ATTEMPTS):
-        start = random.randrange(RING_SIZE)
         with transaction.atomic():
-            found = (_draw_candidates(project=project, version_id=version.pk, expert=expert, start=start, wrap=False)
-                     or _draw_candidates(project=project, version_id=version.pk, expert=expert, start=start,
-                                         wrap=True))
-            if found:
+            candidates: list[Task] = []
+            for _draw in range(draws):
+                task = _draw_candidate(tasks=tasks, start=rng.randrange(RING_SIZE))
+                if task is not None and all(task.pk != c.pk for c in candidates):
+                    candidates.append(task)
+            if candidates:
+                chosen = None
+                if want_control:
+                    chosen = _draw_control(project=project, version=version, expert=expert,
+                                           difficulties=difficulties, rng=rng)
+                if chosen is None:
+                    chosen = matching.candidate_pick(candidates, strengths, rng)
                 try:
                     with transaction.atomic():
-                        return _lease(task=found[0], expert=expert, now=now, timeout_s=project.lease_timeout_s)
+                        return _lease(task=chosen, expert=expert, now=now, timeout_s=project.lease_timeout_s)
                 except IntegrityError:
                     # A concurrent request of the same expert won this task; draw again.
                     pass
-        if not _any_open_task_for(project=project, version_id=version.pk, expert=expert):
+        if not tasks.exists():
             return None
         # Every open task was locked by a concurrent claim at that instant: draw again.
     return None
-
-
-def _any_open_task_for(*, project: Project, version_id: int, expert: User) -> bool:
-    held_before = Assignment.objects.filter(task=OuterRef("pk"), expert=expert)
-    return (Task.objects.filter(project=project, rubric_version_id=version_id, status=Task.Status.OPEN)
-            .exclude(Exists(held_before)).exists())
 
 
 def _lease(*, task: Task, expert: User, now: datetime, timeout_s: int) -> Assignment:

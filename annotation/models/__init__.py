@@ -1,6 +1,7 @@
 """Annotation models, split by sub-domain; import them from here."""
 from .judging import AgreementReport, JudgeLabel, JudgeRun, JudgeTaskResult
 from .project import Difficulty, Project, Question, Response
+from .quality import CalibrationAnswer, CalibrationAttempt, CalibrationTask, ControlResult, GoldenReference
 from .work import Assignment, Draft, IdempotencyRecord, ItemConsensus, Label, Task
 
 __all__ = [
@@ -9,6 +10,11 @@ __all__ = [
     "JudgeRun",
     "JudgeTaskResult",
     "Assignment",
+    "CalibrationAnswer",
+    "CalibrationAttempt",
+    "CalibrationTask",
+    "ControlResult",
+    "GoldenReference",
     "Difficulty",
     "Draft",
     "IdempotencyRecord",

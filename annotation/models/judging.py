@@ -43,6 +43,7 @@ class JudgeRun(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["project", "name"], name="judge_run_name_unique"),
             models.CheckConstraint(condition=Q(requests_per_second__gt=0), name="judge_run_rps_positive"),
+            models.CheckConstraint(condition=Q(requests_per_second__lte=50), name="judge_run_rps_max"),
         ]
 
     def __str__(self) -> str:
@@ -63,6 +64,9 @@ class JudgeTaskResult(models.Model):
     attempts = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True)
     reason = models.TextField(blank=True)
+    # A worker that takes a pending result up holds it until this moment, so two workers
+    # never ask the judge about the same task; a crashed worker's claim simply runs out.
+    claimed_until = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

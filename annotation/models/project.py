@@ -4,6 +4,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from experts.models import Tier
+
 
 class Difficulty(models.TextChoices):
     NORMAL = "normal", _("Normal")
@@ -22,6 +24,22 @@ class Project(models.Model):
     rubric = models.OneToOneField("rubrics.Rubric", on_delete=models.PROTECT, related_name="project")
     overlap = models.PositiveSmallIntegerField(default=3)
     lease_timeout_s = models.PositiveIntegerField(default=45 * 60)
+    # Expert quality (calibration, control tasks, difficulty gate): see annotation.calibration.
+    calibration_threshold_pct = models.PositiveSmallIntegerField(
+        default=80, help_text=_("Share of golden items an expert must get right to pass calibration (0–100)."))
+    calibration_size = models.PositiveSmallIntegerField(
+        default=10, help_text=_("Golden tasks drawn for one calibration attempt (10–20)."))
+    calibration_retry_delay_s = models.PositiveIntegerField(
+        default=60 * 60, help_text=_("Seconds a failed calibration waits before it can be retried."))
+    control_rate_pct = models.PositiveSmallIntegerField(
+        default=5, help_text=_("Share of leases that are silent control tasks (0–100)."))
+    control_pause_below_pct = models.PositiveSmallIntegerField(
+        default=60, help_text=_("An expert whose control-task accuracy over the window falls below this is paused."))
+    control_window = models.PositiveSmallIntegerField(
+        default=10, help_text=_("Control tasks the pause rule looks back over."))
+    hard_min_tier = models.CharField(
+        max_length=10, default=Tier.SILVER, choices=Tier.choices,
+        help_text=_("Lowest tier that takes hard tasks."))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
@@ -36,6 +54,14 @@ class Project(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(overlap__gte=1, overlap__lte=9), name="project_overlap_range"),
             models.CheckConstraint(condition=Q(lease_timeout_s__gte=60), name="project_lease_timeout_min"),
+            models.CheckConstraint(condition=Q(calibration_threshold_pct__lte=100),
+                                   name="project_calibration_threshold_range"),
+            models.CheckConstraint(condition=Q(calibration_size__gte=10, calibration_size__lte=20),
+                                   name="project_calibration_size_range"),
+            models.CheckConstraint(condition=Q(control_rate_pct__lte=100), name="project_control_rate_range"),
+            models.CheckConstraint(condition=Q(control_pause_below_pct__lte=100),
+                                   name="project_control_pause_range"),
+            models.CheckConstraint(condition=Q(control_window__gte=1), name="project_control_window_positive"),
         ]
 
     def __str__(self) -> str:

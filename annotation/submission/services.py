@@ -5,6 +5,7 @@ from datetime import datetime
 from django.db import transaction
 
 from annotation.assignment.services import assignment_revive, lease_extend
+from annotation.calibration.control import control_record
 from annotation.errors import Conflict, DomainError
 from annotation.lock_objects import assignment_lock, task_lock
 from annotation.outbox import task_send_on_commit
@@ -23,8 +24,8 @@ class SubmitResult:
     task_complete: bool
 
 
-def _clean_labels(raw, item_keys: list[str], *, partial: bool) -> dict[str, int]:
-    """Validate {item_key: 0|1}; with partial=False every item must be present."""
+def labels_clean(raw, item_keys: list[str], *, partial: bool) -> dict[str, int]:
+    """Validate {item_key: 0|1}; with partial=False every item must be present (also used by calibration)."""
     if not isinstance(raw, dict):
         raise DomainError('"labels" must be an object mapping rubric item ids to 0 or 1.',
                           errors=[{"field": "labels", "message": "expected an object"}])
@@ -70,7 +71,7 @@ def draft_save(*, expert: User, assignment_id, labels, notes=None, now: datetime
     if assignment.status == Assignment.Status.SUBMITTED:
         raise Conflict("This task is already submitted.", code="already_submitted")
     keys = [i.item_key for i in rubric_items_for_task(assignment.task)]
-    clean = _clean_labels(labels or {}, keys, partial=True)
+    clean = labels_clean(labels or {}, keys, partial=True)
     clean_notes = _clean_notes(notes, keys)
     draft, _ = Draft.objects.update_or_create(assignment=assignment,
                                               defaults={"labels": clean, "notes": clean_notes})
@@ -93,7 +94,7 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
     assignment = assignment_get_for_expert(expert, assignment_id)
     items = rubric_items_for_task(assignment.task)
     keys = [i.item_key for i in items]
-    clean = _clean_labels(labels, keys, partial=False)
+    clean = labels_clean(labels, keys, partial=False)
     clean_notes = _clean_notes(notes, keys)
     with transaction.atomic():
         task = task_lock(assignment.task_id)
@@ -104,8 +105,7 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
             if recorded != clean:
                 raise Conflict("This task was already submitted with other labels; a submission is final.",
                                code="already_submitted")
-            return SubmitResult(assignment=assignment, created=False,
-                                task_complete=task.status == Task.Status.COMPLETE)
+            return SubmitResult(assignment=assignment, created=False, task_complete=_reported_complete(task))
         if assignment.status == Assignment.Status.EXPIRED:
             # A late submission is accepted while the task still has room (an overdue
             # lease that was not swept yet still holds its slot).
@@ -126,8 +126,26 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
             task.status = Task.Status.COMPLETE
             task.completed_at = now
         task.save(update_fields=["submitted_count", "status", "completed_at"])
-        if complete and not task.is_golden:
+        if task.is_golden:
+            # A control task: scored against the golden references; its consensus is never written.
+            control_record(assignment=assignment, task=task, values={by_key[k].pk: v for k, v in clean.items()},
+                           now=now)
+        elif complete:
             consensus_compute(task=task, now=now)
-        # Payments listens by task name; it decides what earns (calibration does not).
+        # Payments listens by task name; it decides what earns (calibration does not). Control
+        # tasks earn like any task: an unpaid task would tell the expert it was a control.
         task_send_on_commit("payments.post_earning", assignment.pk)
-    return SubmitResult(assignment=assignment, created=True, task_complete=complete)
+        task_send_on_commit("annotation.evaluate_expert", expert.pk)
+    return SubmitResult(assignment=assignment, created=True, task_complete=_reported_complete(task))
+
+
+def _reported_complete(task: Task) -> bool:
+    """Whether the submission completed its task, as the expert is told.
+
+    A golden task has thousands of slots and never completes; reporting that would mark
+    it as a control task. It reports what a regular panel of the project's overlap
+    would: complete on every overlap-th submission.
+    """
+    if task.is_golden:
+        return task.submitted_count % task.project.overlap == 0
+    return task.status == Task.Status.COMPLETE

@@ -1,5 +1,5 @@
 """Celery, Redis cache and the other services Rubrica talks to."""
-from .env import env_bool, env_int, env_str
+from .env import env_bool, env_int, env_list, env_str
 
 REDIS_URL = env_str("REDIS_URL", "")
 
@@ -18,9 +18,33 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 300)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 360)
 CELERY_BEAT_SCHEDULE = {
     "expire-leases": {"task": "annotation.expire_leases", "schedule": 60.0},
+    # Payments: post earnings a lost task left out, then close periods whose end has passed.
+    "payments-sweep-earnings": {"task": "payments.sweep_earnings", "schedule": 300.0},
+    "payments-settle-due-periods": {"task": "payments.settle_due_periods", "schedule": 600.0},
 }
 
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# LLM judge runs (annotation.judging): per-request timeout, retries with backoff for 429/5xx and
+# timeouts, and how long one Celery task walks a run before handing over to a fresh task.
+RUBRICA_JUDGE_TIMEOUT_S = float(env_str("RUBRICA_JUDGE_TIMEOUT_S", "60"))
+RUBRICA_JUDGE_MAX_RETRIES = env_int("RUBRICA_JUDGE_MAX_RETRIES", 4)
+RUBRICA_JUDGE_BACKOFF_BASE_S = float(env_str("RUBRICA_JUDGE_BACKOFF_BASE_S", "0.5"))
+RUBRICA_JUDGE_BACKOFF_MAX_S = float(env_str("RUBRICA_JUDGE_BACKOFF_MAX_S", "20"))
+RUBRICA_JUDGE_STEP_BUDGET_S = float(env_str("RUBRICA_JUDGE_STEP_BUDGET_S", "120"))
+# httpx reads proxy and CA settings from the environment when this is on.
+RUBRICA_JUDGE_TRUST_ENV = env_bool("RUBRICA_JUDGE_TRUST_ENV", True)
+# Environment variables a PM may name as a judge run's key ("PREFIX_*" allows a prefix).
+# A list, because a worker's environment also holds the database password and SECRET_KEY,
+# and a run sends its key to a URL the PM chooses.
+RUBRICA_JUDGE_KEY_ENV_ALLOWED = env_list("RUBRICA_JUDGE_KEY_ENV_ALLOWED", "OPENAI_API_KEY,RUBRICA_JUDGE_KEY_*")
+
+# Agreement engine: debounce of recomputes as labels arrive, drift alerts, bootstrap size.
+RUBRICA_AGREEMENT_DEBOUNCE_S = env_int("RUBRICA_AGREEMENT_DEBOUNCE_S", 30)
+RUBRICA_DRIFT_MARGIN = float(env_str("RUBRICA_DRIFT_MARGIN", "0.10"))
+RUBRICA_DRIFT_WINDOW = env_int("RUBRICA_DRIFT_WINDOW", 100)
+RUBRICA_DRIFT_BASELINE = env_int("RUBRICA_DRIFT_BASELINE", 100)
+RUBRICA_AGREEMENT_BOOTSTRAP = env_int("RUBRICA_AGREEMENT_BOOTSTRAP", 1000)

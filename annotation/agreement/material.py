@@ -1,0 +1,180 @@
+"""What an agreement report is computed from: one project's labels as aligned arrays.
+
+`annotation.agreement.report` fills a :class:`Material` from the database; the section
+builders (:mod:`sections`, :mod:`consistency`) read it. Also the small helpers they
+share: payload numbers (NaN becomes None), local calendar days, group bounds, and the
+per-unit lookups derived once per material. No Django import here.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import date, datetime, tzinfo
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from annotation.agreement import stats
+
+EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+
+
+@dataclass(frozen=True)
+class Dim:
+    code: str
+    name_zh: str
+    name_en: str
+    category: str
+    is_gate: bool
+
+
+@dataclass(frozen=True)
+class Expert:
+    user_id: int
+    pseudonym: str
+    tier: str
+    status: str
+
+
+@dataclass(frozen=True)
+class Params:
+    """Knobs of one computation (defaults come from settings in `report.py`)."""
+
+    n_boot: int = 1000
+    seed: int = 0
+    alpha: float = 0.05
+    drift_window: int = 100
+    drift_baseline: int = 200
+    drift_margin: float = 0.10
+    curve_bucket: int = 50
+    curve_max_points: int = 100
+    disagreement_limit: int = 200
+    tz: tzinfo | None = None
+
+
+@dataclass
+class Material:
+    """One project's labels under one rubric version, as aligned arrays.
+
+    Index spaces: tasks (``task_*``), questions, models, rubric items (``item_*``),
+    dimensions, experts. Units are the non-golden (task, rubric item) pairs with at
+    least one label; golden labels are kept apart as flat cells (``golden_*``) because
+    a golden task may be labelled by many more experts than a panel holds.
+    """
+
+    n_slots: int
+    task_id: NDArray[np.int64]
+    task_question: NDArray[np.int64]
+    task_model: NDArray[np.int64]
+    task_golden: NDArray[np.bool_]
+    question_ext: list[str]
+    question_difficulty: NDArray[np.int64]
+    difficulties: list[str]
+    models: list[str]
+    item_id: NDArray[np.int64]
+    item_position: NDArray[np.int64]
+    item_dim: NDArray[np.int64]
+    item_score: NDArray[np.float64]
+    dims: list[Dim]
+    experts: list[Expert]
+    # Submitted assignments, flat.
+    a_task: NDArray[np.int64]
+    a_expert: NDArray[np.int64]
+    a_submitted: NDArray[np.float64]
+    a_leased: NDArray[np.float64]
+    # Units of non-golden tasks.
+    unit_task: NDArray[np.int64]
+    unit_item: NDArray[np.int64]
+    labels: NDArray[np.int8]
+    unit_expert: NDArray[np.int64]
+    unit_time: NDArray[np.float64]
+    # Labels on golden tasks, flat, with the reference label (-1 when none).
+    golden_task: NDArray[np.int64]
+    golden_item: NDArray[np.int64]
+    golden_expert: NDArray[np.int64]
+    golden_time: NDArray[np.float64]
+    golden_value: NDArray[np.int8]
+    golden_ref: NDArray[np.int8]
+    # The judge's label per unit (-1 when missing); None when no judge run is reported.
+    judge: NDArray[np.int8] | None = None
+    derived: dict[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def num(value: Any, digits: int = 4) -> float | None:
+    """A finite float rounded for the payload, or None (JSON has no NaN)."""
+    if value is None:
+        return None
+    x = float(value)
+    return round(x, digits) if math.isfinite(x) else None
+
+
+def interval(pair: tuple[float, float], digits: int = 4) -> list[float | None]:
+    return [num(pair[0], digits), num(pair[1], digits)]
+
+
+def local_days(epochs: NDArray[np.float64], tz: tzinfo | None) -> NDArray[np.int64]:
+    """Local calendar day (days since 1970-01-01) of each UTC epoch second.
+
+    Offsets are looked up once per distinct UTC hour: time zones change offset on the
+    hour, so that is exact and costs a few thousand lookups instead of one per row.
+    """
+    if epochs.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    hours = np.floor(epochs / 3600.0).astype(np.int64)
+    distinct, inverse = np.unique(hours, return_inverse=True)
+    if tz is None:
+        offsets = np.zeros(distinct.size)
+    else:
+        offsets = np.array([
+            datetime.fromtimestamp(int(h) * 3600, tz).utcoffset().total_seconds()  # type: ignore[union-attr]
+            for h in distinct
+        ])
+    return np.floor((epochs + offsets[inverse.reshape(-1)]) / 86400.0).astype(np.int64)
+
+
+def day_text(day: int) -> str:
+    return date.fromordinal(int(day) + EPOCH_ORDINAL).isoformat()
+
+
+def group_bounds(sorted_keys: NDArray[np.int64], n_groups: int) -> NDArray[np.int64]:
+    """Start offsets (n_groups + 1) of each key's run in an ascending key array."""
+    return np.searchsorted(sorted_keys, np.arange(n_groups + 1)).astype(np.int64)
+
+
+def derive(m: Material) -> dict[str, Any]:
+    """Per-unit lookups shared by the sections (computed once per material)."""
+    if m.derived:
+        return m.derived
+    complete = (m.labels >= 0).sum(axis=1) == m.n_slots
+    vote = stats.majority(m.labels)
+    unit_question = m.task_question[m.unit_task]
+    unit_dim = m.item_dim[m.unit_item]
+    categories = sorted({d.category for d in m.dims})
+    dim_category = np.array([categories.index(d.category) for d in m.dims], dtype=np.int64)
+    m.derived.update(
+        complete=complete,
+        majority=vote.majority,
+        unanimous=vote.unanimous,
+        unit_question=unit_question,
+        unit_model=m.task_model[m.unit_task],
+        unit_dim=unit_dim,
+        unit_category=dim_category[unit_dim],
+        unit_difficulty=m.question_difficulty[unit_question],
+        categories=categories,
+        task_items=_items_per_task(m),
+    )
+    return m.derived
+
+
+def _items_per_task(m: Material) -> NDArray[np.int64]:
+    """Rubric items per task: its units, or for a golden task the distinct items of its golden labels."""
+    items = np.bincount(m.unit_task, minlength=m.task_id.size)
+    if m.golden_task.size:
+        width = max(1, m.item_id.size)
+        pairs = np.unique(m.golden_task * width + m.golden_item)
+        items = items + np.bincount(pairs // width, minlength=m.task_id.size)
+    return items

@@ -1,0 +1,49 @@
+"""Celery tasks for agreement reports: thin wrappers that take ids, refetch and call one service."""
+from __future__ import annotations
+
+from celery import shared_task
+from django.utils import timezone
+
+from annotation.agreement.services import (
+    TRANSIENT_ERRORS,
+    agreement_report_compute,
+    agreement_report_process,
+    agreement_report_request,
+)
+from annotation.models import JudgeRun, Project
+
+__all__ = ["compute_agreement", "request_agreement"]
+
+
+@shared_task(name="annotation.compute_agreement", acks_late=True, autoretry_for=TRANSIENT_ERRORS,
+             retry_backoff=True, retry_backoff_max=300, max_retries=5, soft_time_limit=900, time_limit=960)
+def compute_agreement(project_id: int, judge_run_id: int | None = None, report_id: int | None = None) -> int | None:
+    """Compute a project's agreement report; returns the stored report's id (None when nothing was due).
+
+    With `report_id` it fills that pending row (a debounced or on-demand request) and
+    does nothing when another delivery already did; without it, it computes a fresh
+    report for `judge_run_id` (or the default run) right away.
+    """
+    now = timezone.now()
+    if report_id is not None:
+        report = agreement_report_process(report_id=report_id, now=now)
+        return None if report is None else report.pk
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        return None
+    run = None
+    if judge_run_id is not None:
+        run = JudgeRun.objects.filter(pk=judge_run_id, project=project).first()
+        if run is None:
+            return None
+    return agreement_report_compute(project=project, judge_run=run, now=now).pk
+
+
+@shared_task(name="annotation.request_agreement", acks_late=True, autoretry_for=TRANSIENT_ERRORS,
+             retry_backoff=True, max_retries=5, soft_time_limit=30, time_limit=60)
+def request_agreement(project_id: int) -> int | None:
+    """Labels arrived in `project_id`: ask for a debounced recompute; returns the pending report's id."""
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        return None
+    return agreement_report_request(project=project, now=timezone.now()).pk

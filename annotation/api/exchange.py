@@ -1,0 +1,150 @@
+"""API for imports and the consensus export: thin views over `annotation.exchange`.
+
+Only the project's PM or an admin reaches these; anyone else gets the same 404 as for
+a project that does not exist.
+"""
+from django.http import StreamingHttpResponse
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+    inline_serializer,
+)
+from rest_framework import serializers, status
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.parsers import MultiPartParser
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.exchange.export import FORMATS, consensus_export, consensus_rows, export_format_check
+from annotation.exchange.jsonl import import_size_check
+from annotation.exchange.questions import questions_import
+from annotation.exchange.responses import responses_import
+from annotation.selectors import project_get_for_user
+
+_ERROR = inline_serializer("ExchangeError", fields={
+    "detail": serializers.CharField(),
+    "code": serializers.CharField(),
+    "errors": serializers.ListField(child=serializers.DictField(), required=False,
+                                    help_text='[{"line": 3, "field": "rubric[2].score", "message": "..."}]'),
+})
+_NOT_FOUND = OpenApiResponse(description="No such project, or not one you manage.")
+
+
+def _read_upload(upload) -> bytes:
+    # Checked before reading: an oversized upload is refused without being loaded or parsed.
+    import_size_check(size=upload.size)
+    return upload.read()
+
+
+class QuestionsImportApi(APIView):
+    """Import questions and rubric items from HeartBench or HealthBench JSONL, all or nothing."""
+
+    parser_classes = [MultiPartParser]
+
+    @extend_schema_serializer(component_name="QuestionsImportInput")
+    class InputSerializer(serializers.Serializer):
+        file = serializers.FileField(help_text="JSONL, one question per line (HeartBench or HealthBench rows)")
+
+    @extend_schema_serializer(component_name="QuestionsImportOutput")
+    class OutputSerializer(serializers.Serializer):
+        questions_created = serializers.IntegerField()
+        items_created = serializers.IntegerField()
+        skipped = serializers.IntegerField(help_text="questions already present with identical content")
+        version = serializers.IntegerField(allow_null=True,
+                                           help_text="the rubric version published, null when nothing was new")
+
+    @extend_schema(
+        operation_id="questions_import",
+        request={"multipart/form-data": InputSerializer},
+        responses={201: OutputSerializer, 400: _ERROR, 404: _NOT_FOUND, 413: _ERROR},
+    )
+    def post(self, request: Request, project_id: int) -> Response:
+        project = project_get_for_user(request.user, project_id, manage=True)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        upload = serializer.validated_data["file"]
+        result = questions_import(project=project, data=_read_upload(upload), now=timezone.now(),
+                                  source=upload.name)
+        body = {"questions_created": result.created, "items_created": result.items_created,
+                "skipped": result.skipped, "version": result.version}
+        return Response(self.OutputSerializer(body).data, status=status.HTTP_201_CREATED)
+
+
+class ResponsesImportApi(APIView):
+    """Import model responses (or HeartBench's answer file with `model`), all or nothing."""
+
+    parser_classes = [MultiPartParser]
+
+    @extend_schema_serializer(component_name="ResponsesImportInput")
+    class InputSerializer(serializers.Serializer):
+        file = serializers.FileField(help_text="JSONL: question_id, model, response per line")
+        model = serializers.CharField(required=False, allow_blank=True, max_length=200,
+                                      help_text="model name for rows without a model field")
+
+    @extend_schema_serializer(component_name="ResponsesImportOutput")
+    class OutputSerializer(serializers.Serializer):
+        responses_created = serializers.IntegerField()
+        tasks_created = serializers.IntegerField()
+        skipped = serializers.IntegerField(help_text="responses already present with identical text")
+        version = serializers.IntegerField(allow_null=True, help_text="the rubric version the new tasks use")
+
+    @extend_schema(
+        operation_id="responses_import",
+        request={"multipart/form-data": InputSerializer},
+        responses={201: OutputSerializer, 400: _ERROR, 404: _NOT_FOUND, 413: _ERROR},
+    )
+    def post(self, request: Request, project_id: int) -> Response:
+        project = project_get_for_user(request.user, project_id, manage=True)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        upload = serializer.validated_data["file"]
+        result = responses_import(project=project, data=_read_upload(upload),
+                                  model=serializer.validated_data.get("model"), now=timezone.now(),
+                                  source=upload.name)
+        body = {"responses_created": result.created, "tasks_created": result.tasks_created,
+                "skipped": result.skipped, "version": result.version}
+        return Response(self.OutputSerializer(body).data, status=status.HTTP_201_CREATED)
+
+
+class _FormatIsTheFileFormat(DefaultContentNegotiation):
+    """Here `?format=` names the export's file format, not a DRF renderer; errors render as JSON."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+class ConsensusExportApi(APIView):
+    """Stream the consensus dataset: one row per complete task and rubric item.
+
+    JSONL and CSV stream row by row; Parquet streams one row group at a time.
+    """
+
+    renderer_classes = [JSONRenderer]
+    content_negotiation_class = _FormatIsTheFileFormat
+
+    @extend_schema(
+        operation_id="consensus_export",
+        parameters=[OpenApiParameter("format", str, enum=list(FORMATS), default="jsonl",
+                                     description="file format of the dataset")],
+        responses={
+            (200, "application/x-ndjson"): OpenApiTypes.STR,
+            (200, "text/csv"): OpenApiTypes.STR,
+            (200, "application/vnd.apache.parquet"): OpenApiTypes.BINARY,
+            400: _ERROR,
+            404: _NOT_FOUND,
+        },
+    )
+    def get(self, request: Request, project_id: int) -> StreamingHttpResponse:
+        project = project_get_for_user(request.user, project_id, manage=True)
+        fmt = request.query_params.get("format", "jsonl")
+        content_type, extension = export_format_check(fmt=fmt)
+        response = StreamingHttpResponse(consensus_export(rows=consensus_rows(project=project), fmt=fmt),
+                                         content_type=content_type)
+        response["Content-Disposition"] = f'attachment; filename="project-{project.pk}-consensus.{extension}"'
+        return response

@@ -1,0 +1,1 @@
+"""Expert quality: golden set, calibration, silent control tasks, portraits and tier standing."""

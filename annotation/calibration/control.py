@@ -1,0 +1,96 @@
+"""Silent control tasks: golden tasks leased as regular work, scored at submission.
+
+The pause rule: when an expert's item accuracy over their last `project.control_window`
+control tasks in a project falls below `project.control_pause_below_pct`, their expert
+profile is paused (no new leases anywhere) and the project's PMs are notified. Only
+control tasks scored since the profile's last status change count, so a PM who resumes
+an expert gives them a fresh window instead of an immediate second pause.
+
+Lock order inside a submission: task, assignment (annotation.lock_objects), then the
+expert's profile row.
+"""
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+from django.urls import reverse
+
+from annotation.calibration.selectors import project_expert_get, project_managers
+from annotation.models import Assignment, ControlResult, GoldenReference, Project, Task
+from experts.models import ExpertProfile, User
+from experts.notifications import notification_send
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ControlAccuracy:
+    tasks: int
+    items: int
+    correct: int
+
+    @property
+    def pct(self) -> float | None:
+        return 100 * self.correct / self.items if self.items else None
+
+
+def control_accuracy(*, project: Project, expert: User, window: int,
+                     since: datetime | None = None) -> ControlAccuracy:
+    """Item accuracy over the expert's last `window` control tasks in `project` (scored after `since`)."""
+    results = ControlResult.objects.filter(project=project, expert=expert)
+    if since is not None:
+        results = results.filter(scored_at__gte=since)
+    rows = list(results.order_by("-scored_at", "-id").values_list("items_correct", "items_total")[:window])
+    return ControlAccuracy(tasks=len(rows), items=sum(t for _c, t in rows), correct=sum(c for c, _t in rows))
+
+
+def control_record(*, assignment: Assignment, task: Task, values: dict[int, int], now: datetime) -> ControlResult:
+    """Score a submitted control task ({rubric item id: 0|1}) and apply the pause rule.
+
+    Runs inside the submission's transaction, so the score and any pause commit with the labels.
+    """
+    references = dict(GoldenReference.objects.filter(task=task).values_list("rubric_item_id", "value"))
+    scored = [(value, references[item_id]) for item_id, value in values.items() if item_id in references]
+    result = ControlResult.objects.create(
+        assignment=assignment, expert_id=assignment.expert_id, project_id=task.project_id,
+        items_total=len(scored), items_correct=sum(1 for v, r in scored if v == r), scored_at=now)
+    _pause_if_below(project=task.project, expert_id=assignment.expert_id, now=now)
+    return result
+
+
+def _pause_if_below(*, project: Project, expert_id: int, now: datetime) -> None:
+    profile = ExpertProfile.objects.select_for_update().select_related("user").filter(user_id=expert_id).first()
+    if profile is None or not profile.is_active:
+        return
+    accuracy = control_accuracy(project=project, expert=profile.user, window=project.control_window,
+                                since=profile.status_changed_at)
+    if accuracy.tasks < project.control_window or accuracy.pct is None:
+        return
+    if accuracy.pct >= project.control_pause_below_pct:
+        return
+    params = {"expert": profile.pseudonym, "project": project.name, "accuracy": f"{accuracy.pct:.0f}",
+              "window": project.control_window, "threshold": project.control_pause_below_pct}
+    profile.status = ExpertProfile.Status.PAUSED
+    profile.status_reason = (f"Paused automatically in project {project.pk}: control-task accuracy "
+                             f"{accuracy.pct:.0f}% over the last {accuracy.tasks} control tasks is below "
+                             f"{project.control_pause_below_pct}%.")
+    profile.status_changed_at = now
+    profile.save(update_fields=["status", "status_reason", "status_changed_at"])
+    notification_send(users=project_managers(project), kind="expert_paused", params=params, now=now,
+                      link=reverse("quality_expert", args=[project.pk, profile.user_id]))
+    notification_send(users=[profile.user], kind="account_paused", params={"project": project.name}, now=now)
+    logger.info("expert paused by control accuracy", extra={"expert": profile.user_id, "project": project.pk})
+
+
+@transaction.atomic
+def expert_resume(*, project: Project, expert_id, now: datetime, by: User) -> ExpertProfile:
+    """A PM resumes a paused expert of their project; the control window starts afresh."""
+    expert = project_expert_get(project, expert_id)
+    profile = ExpertProfile.objects.select_for_update().get(user=expert)
+    if profile.status == ExpertProfile.Status.PAUSED:
+        profile.status = ExpertProfile.Status.ACTIVE
+        profile.status_reason = f"Resumed by {by.username} in project {project.pk}."
+        profile.status_changed_at = now
+        profile.save(update_fields=["status", "status_reason", "status_changed_at"])
+    return profile

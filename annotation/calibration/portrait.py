@@ -1,0 +1,158 @@
+"""An expert's capability portrait, computed from the work as it stands (never stored, never stale).
+
+Per dimension and per category of the rubric items they judged:
+
+* labelled: rubric items they labelled in submitted work (control tasks included:
+  they are work to the expert);
+* golden accuracy: their answers that match the reference, over every golden item
+  they answered: control tasks and scored calibration attempts;
+* peer agreement (leave-one-out): on regular tasks, how often their label equals the
+  majority of the *other* experts' labels on the same item. Items where the others
+  are split evenly (or where nobody else has labelled yet) have no majority and are
+  left out.
+
+`projects=None` spans every project; a PM's view passes the projects they manage.
+
+What the expert sees of their own numbers counts control tasks only once they are
+`OWN_VIEW_DELAY` old (`control_before`): a golden count that moved right after a
+submission would tell them that task was a control task. PMs and the tier rules see
+the live numbers.
+"""
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import Case, Count, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
+from django.db.models.functions import Coalesce
+
+from annotation.models import Assignment, CalibrationAnswer, ControlResult, GoldenReference, Label, Project
+from experts.models import User
+from experts.tiers import ExpertStats
+from rubrics.models import Category, Dimension
+
+DIMENSION_KEY = "rubric_item__dimension_id"
+# Demote windows look back at most this many control tasks.
+MAX_CONTROL_WINDOW = 200
+OWN_VIEW_DELAY = timedelta(days=1)
+
+
+def own_view_cutoff(now: datetime) -> datetime:
+    """Control tasks submitted before this moment show in the expert's own portrait and progress."""
+    return now - OWN_VIEW_DELAY
+
+
+@dataclass
+class PortraitRow:
+    key: str
+    label: str
+    category: str
+    labelled: int = 0
+    golden_total: int = 0
+    golden_correct: int = 0
+    peer_total: int = 0
+    peer_agree: int = 0
+
+    @property
+    def golden_pct(self) -> float | None:
+        return 100 * self.golden_correct / self.golden_total if self.golden_total else None
+
+    @property
+    def peer_pct(self) -> float | None:
+        return 100 * self.peer_agree / self.peer_total if self.peer_total else None
+
+    def add(self, other: "PortraitRow") -> None:
+        self.labelled += other.labelled
+        self.golden_total += other.golden_total
+        self.golden_correct += other.golden_correct
+        self.peer_total += other.peer_total
+        self.peer_agree += other.peer_agree
+
+
+@dataclass(frozen=True)
+class Portrait:
+    dimensions: list[PortraitRow]
+    categories: list[PortraitRow]
+    overall: PortraitRow
+
+
+def _scope(qs: QuerySet, field: str, projects: Iterable[Project] | None) -> QuerySet:
+    return qs if projects is None else qs.filter(**{f"{field}__in": projects})
+
+
+def _work_labels(expert: User, projects) -> QuerySet[Label]:
+    return _scope(Label.objects.filter(assignment__expert=expert, assignment__kind=Assignment.Kind.WORK),
+                  "task__project", projects)
+
+
+def _reference() -> Subquery:
+    return Subquery(GoldenReference.objects.filter(task=OuterRef("task"), rubric_item=OuterRef("rubric_item"))
+                    .values("value")[:1])
+
+
+def golden_counts_by_dimension(expert: User, projects=None,
+                               control_before: datetime | None = None) -> dict[int, tuple[int, int]]:
+    """{dimension id: (golden items answered, answered right)} over control tasks and scored calibrations."""
+    counts: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    control = _work_labels(expert, projects).filter(task__is_golden=True)
+    if control_before is not None:
+        control = control.filter(assignment__submitted_at__lt=control_before)
+    calibration = _scope(CalibrationAnswer.objects.filter(attempt__expert=expert, attempt__finished_at__isnull=False),
+                         "attempt__project", projects)
+    for qs in (control, calibration):
+        rows = (qs.annotate(ref=_reference()).filter(ref__isnull=False).values(DIMENSION_KEY)
+                .annotate(total=Count("pk"), correct=Count("pk", filter=Q(value=F("ref")))).order_by())
+        for row in rows:
+            counts[row[DIMENSION_KEY]][0] += row["total"]
+            counts[row[DIMENSION_KEY]][1] += row["correct"]
+    return {dim: (total, correct) for dim, (total, correct) in counts.items()}
+
+
+def _peer_counts_by_dimension(expert: User, projects) -> dict[int, tuple[int, int]]:
+    others = (Label.objects.filter(task=OuterRef("task"), rubric_item=OuterRef("rubric_item"))
+              .exclude(assignment=OuterRef("assignment")).order_by().values("task"))
+    rows = (_work_labels(expert, projects).filter(task__is_golden=False)
+            .annotate(peer_hits=Coalesce(Subquery(others.annotate(s=Sum("value")).values("s")[:1]), 0),
+                      peer_n=Coalesce(Subquery(others.annotate(n=Count("pk")).values("n")[:1]), 0))
+            .filter(peer_n__gt=0)
+            .annotate(twice_hits=F("peer_hits") * 2)
+            .exclude(twice_hits=F("peer_n"))
+            .annotate(peer_majority=Case(When(twice_hits__gt=F("peer_n"), then=Value(1)), default=Value(0),
+                                         output_field=IntegerField()))
+            .values(DIMENSION_KEY)
+            .annotate(total=Count("pk"), agree=Count("pk", filter=Q(value=F("peer_majority")))).order_by())
+    return {row[DIMENSION_KEY]: (row["total"], row["agree"]) for row in rows}
+
+
+def portrait_for(expert: User, projects: Iterable[Project] | None = None,
+                 control_before: datetime | None = None) -> Portrait:
+    """The expert's portrait over `projects` (all projects when None)."""
+    labelled = {row[DIMENSION_KEY]: row["n"] for row in _work_labels(expert, projects)
+                .values(DIMENSION_KEY).annotate(n=Count("pk")).order_by()}
+    golden = golden_counts_by_dimension(expert, projects, control_before)
+    peers = _peer_counts_by_dimension(expert, projects)
+    dimensions, by_category = [], {}
+    overall = PortraitRow(key="all", label="", category="")
+    for dim in Dimension.objects.order_by("sort_order", "code"):
+        row = PortraitRow(key=dim.code, label=dim.display_name, category=dim.category,
+                          labelled=labelled.get(dim.pk, 0))
+        row.golden_total, row.golden_correct = golden.get(dim.pk, (0, 0))
+        row.peer_total, row.peer_agree = peers.get(dim.pk, (0, 0))
+        dimensions.append(row)
+        category = by_category.setdefault(dim.category, PortraitRow(
+            key=dim.category, label=str(Category(dim.category).label), category=dim.category))
+        category.add(row)
+        overall.add(row)
+    return Portrait(dimensions=dimensions, categories=list(by_category.values()), overall=overall)
+
+
+def expert_stats(expert: User, control_before: datetime | None = None) -> ExpertStats:
+    """The numbers the tier rules read, across every project."""
+    portrait = portrait_for(expert, control_before=control_before)
+    completed = Assignment.objects.filter(expert=expert, kind=Assignment.Kind.WORK,
+                                          status=Assignment.Status.SUBMITTED).count()
+    recent = tuple(ControlResult.objects.filter(expert=expert).order_by("-scored_at", "-id")
+                   .values_list("items_correct", "items_total")[:MAX_CONTROL_WINDOW])
+    return ExpertStats(completed=completed, golden_items=portrait.overall.golden_total,
+                       golden_correct=portrait.overall.golden_correct, peer_items=portrait.overall.peer_total,
+                       peer_agree=portrait.overall.peer_agree, recent_controls=recent)

@@ -1,0 +1,59 @@
+"""Reads for the quality pages: project members, golden material, scoped lookups."""
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+from guardian.shortcuts import get_users_with_perms
+
+from annotation.errors import NotFound
+from annotation.models import CalibrationAttempt, CalibrationTask, GoldenReference, Project, Task
+from experts.models import Role, User
+from rubrics.models import RubricItem, RubricVersion
+
+
+def project_experts(project: Project) -> QuerySet[User]:
+    """Experts who annotate in `project`."""
+    users = get_users_with_perms(project, only_with_perms_in=["annotate_project"], with_group_users=False)
+    return User.objects.filter(pk__in=users.values("pk"), role=Role.EXPERT).order_by("username")
+
+
+def project_managers(project: Project) -> QuerySet[User]:
+    """PMs who manage `project` (admins are not notified per project)."""
+    users = get_users_with_perms(project, only_with_perms_in=["manage_project"], with_group_users=False)
+    return User.objects.filter(pk__in=users.values("pk"), role=Role.PM).order_by("username")
+
+
+def project_expert_get(project: Project, user_id) -> User:
+    """An expert of `project` by id, or NotFound (also for an id outside the project)."""
+    try:
+        return project_experts(project).get(pk=int(user_id))
+    except (User.DoesNotExist, TypeError, ValueError):
+        raise NotFound("No such expert in this project.") from None
+
+
+def golden_usable_tasks(*, project: Project, version: RubricVersion) -> QuerySet[Task]:
+    """Golden tasks of `version` whose every rubric item has a reference: calibration and control material."""
+    items = (RubricItem.objects.filter(version=version, question_ref=OuterRef("response__question__external_id"))
+             .order_by().values("version").annotate(n=Count("pk")).values("n"))
+    refs = (GoldenReference.objects.filter(task=OuterRef("pk"), rubric_item__version=version)
+            .order_by().values("task").annotate(n=Count("pk")).values("n"))
+    return (Task.objects.filter(project=project, rubric_version=version, is_golden=True)
+            .annotate(item_count=Coalesce(Subquery(items), 0), ref_count=Coalesce(Subquery(refs), 0))
+            .filter(item_count__gt=0, ref_count=Subquery(items)))
+
+
+def project_has_golden_set(project: Project) -> bool:
+    """Whether the PM ever gave the project reference labels: from then on calibration gates real work."""
+    return GoldenReference.objects.filter(task__project=project).exists()
+
+
+def attempt_get_for_expert(user: User, attempt_id) -> CalibrationAttempt:
+    """The expert's own calibration attempt, or NotFound (also for someone else's)."""
+    try:
+        return CalibrationAttempt.objects.select_related("project", "rubric_version").get(
+            pk=int(attempt_id), expert=user)
+    except (CalibrationAttempt.DoesNotExist, TypeError, ValueError):
+        raise NotFound("No such calibration attempt.") from None
+
+
+def golden_task_ids_seen_in_calibration(*, project: Project, expert: User) -> QuerySet:
+    """Golden tasks the expert met in calibration, where they saw the references: never a control task for them."""
+    return CalibrationTask.objects.filter(attempt__project=project, attempt__expert=expert).values("task_id")

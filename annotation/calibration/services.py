@@ -1,0 +1,264 @@
+"""Calibration: an expert answers a drawn set of golden tasks and passes at the project's threshold.
+
+Rules (DESIGN step 3, issue 3):
+
+* Calibration gates real work once the project has a golden set (any reference
+  labels). Before that, a project runs without calibration, and its PM sees why.
+* An attempt draws `project.calibration_size` (10–20) tasks at random from the usable
+  golden tasks of the current rubric version; when fewer exist, calibration is "not
+  ready" and experts who need it are told so (the PM must import references).
+* Each item is scored against its reference; the attempt passes when the share of
+  items right reaches `project.calibration_threshold_pct` (the threshold in force when
+  the attempt started is kept on it).
+* A failed attempt may be retried `project.calibration_retry_delay_s` seconds after it
+  finished. A pass stays valid until a publish that changes the standard marks every
+  attempt of the project stale (`calibrations_mark_stale`).
+* Calibration answers are not labels: no assignment, no consensus, no pay.
+
+Lock order: the attempt row (`select_for_update`) before its answers.
+"""
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
+
+from django.db import IntegrityError, transaction
+
+from annotation import permissions
+from annotation.calibration.selectors import attempt_get_for_expert, golden_usable_tasks, project_has_golden_set
+from annotation.errors import Conflict, DomainError, Forbidden, NotFound
+from annotation.models import CalibrationAnswer, CalibrationAttempt, CalibrationTask, GoldenReference, Project
+from annotation.selectors import rubric_items_for_task, rubric_version_current
+from annotation.submission.services import labels_clean
+from experts.models import User
+from rubrics.models import RubricVersion
+
+Status = CalibrationAttempt.Status
+
+
+@dataclass(frozen=True)
+class CalibrationState:
+    """Where an expert stands on calibration in one project."""
+
+    required: bool
+    available: int
+    size: int
+    version: RubricVersion | None
+    passed: CalibrationAttempt | None
+    open: CalibrationAttempt | None
+    last: CalibrationAttempt | None
+    retry_at: datetime | None
+
+    @property
+    def ready(self) -> bool:
+        return self.version is not None and self.available >= self.size
+
+    @property
+    def calibrated(self) -> bool:
+        return not self.required or self.passed is not None
+
+    @property
+    def status(self) -> str:
+        """One word for pages and the API: not_required, calibrated, in_progress, failed, stale, not_ready, needed."""
+        if not self.required:
+            return "not_required"
+        if self.passed is not None:
+            return "calibrated"
+        if self.open is not None:
+            return "in_progress"
+        if self.last is not None and self.last.status == Status.FAILED:
+            return "failed"
+        if not self.ready:
+            return "not_ready"
+        if self.last is not None and self.last.status == Status.STALE:
+            return "stale"
+        return "needed"
+
+
+def calibration_state(*, project: Project, expert: User, now: datetime,
+                      available: int | None = None) -> CalibrationState:
+    """The expert's calibration standing in `project` at `now`.
+
+    `available` (usable golden tasks of the current version) may be passed in by a page
+    that lists many experts of one project, to count them once.
+    """
+    version = rubric_version_current(project)
+    attempts = list(CalibrationAttempt.objects.filter(project=project, expert=expert).order_by("-started_at", "-id")[:20])
+    passed = next((a for a in attempts if a.status == Status.PASSED), None)
+    open_attempt = next((a for a in attempts if a.status == Status.IN_PROGRESS), None)
+    last = attempts[0] if attempts else None
+    retry_at = None
+    if last is not None and last.status == Status.FAILED:
+        retry_at = last.finished_at + timedelta(seconds=project.calibration_retry_delay_s)
+        if retry_at <= now:
+            retry_at = None
+    if available is None:
+        available = golden_usable_tasks(project=project, version=version).count() if version is not None else 0
+    return CalibrationState(required=project_has_golden_set(project), available=available,
+                            size=project.calibration_size, version=version, passed=passed, open=open_attempt,
+                            last=last, retry_at=retry_at)
+
+
+def calibration_start(*, project: Project, expert: User, now: datetime,
+                      rng: random.Random | None = None) -> CalibrationAttempt:
+    """Start a calibration attempt (or return the one in progress) with a fresh random draw of golden tasks.
+
+    Raises Forbidden for non-members, Conflict when the expert already passed
+    ("already_calibrated"), must wait after a failure ("retry_later"), or the golden
+    set of the current version is too small ("calibration_not_ready").
+    """
+    if not permissions.can_annotate(expert, project):
+        raise Forbidden("You are not an annotator in this project.", code="not_member")
+    state = calibration_state(project=project, expert=expert, now=now)
+    if state.open is not None:
+        return state.open
+    if state.passed is not None:
+        raise Conflict("You have already passed calibration on this rubric version.", code="already_calibrated")
+    if state.retry_at is not None:
+        raise Conflict(f"You can retry calibration after {state.retry_at:%Y-%m-%d %H:%M} UTC.", code="retry_later")
+    if not state.ready:
+        raise Conflict("Calibration for the current rubric version is not ready yet: the project manager has to "
+                       "import more golden reference labels.", code="calibration_not_ready")
+    pool = list(golden_usable_tasks(project=project, version=state.version).values_list("pk", flat=True))
+    drawn = (rng or random).sample(sorted(pool), state.size)
+    try:
+        with transaction.atomic():
+            attempt = CalibrationAttempt.objects.create(
+                expert=expert, project=project, rubric_version=state.version,
+                threshold_pct=project.calibration_threshold_pct, started_at=now)
+            CalibrationTask.objects.bulk_create(
+                CalibrationTask(attempt=attempt, task_id=task_id, position=n) for n, task_id in enumerate(drawn, 1))
+    except IntegrityError:
+        # A concurrent request of the same expert started one first: hand back that one.
+        return CalibrationAttempt.objects.get(project=project, expert=expert, status=Status.IN_PROGRESS)
+    return attempt
+
+
+def calibration_task_get(*, attempt: CalibrationAttempt, position) -> CalibrationTask:
+    try:
+        return (CalibrationTask.objects.select_related("task__response__question")
+                .get(attempt=attempt, position=int(position)))
+    except (CalibrationTask.DoesNotExist, TypeError, ValueError):
+        raise NotFound("No such calibration task.") from None
+
+
+def calibration_answered_positions(attempt: CalibrationAttempt) -> set[int]:
+    """Positions of the attempt's tasks that have answers."""
+    answered = set(CalibrationAnswer.objects.filter(attempt=attempt).values_list("task_id", flat=True))
+    return {ct.position for ct in CalibrationTask.objects.filter(attempt=attempt) if ct.task_id in answered}
+
+
+@dataclass(frozen=True)
+class AnswerResult:
+    attempt: CalibrationAttempt
+    next_position: int | None  # the next unanswered task; None once the attempt is scored
+
+
+def calibration_answer(*, expert: User, attempt_id, position, labels, now: datetime) -> AnswerResult:
+    """Record the expert's 0/1 for every rubric item of one calibration task (answers may be changed
+    until the last task is answered); answering the last open task scores the attempt.
+    """
+    attempt = attempt_get_for_expert(expert, attempt_id)
+    calibration_task = calibration_task_get(attempt=attempt, position=position)
+    items = rubric_items_for_task(calibration_task.task)
+    clean = labels_clean(labels, [i.item_key for i in items], partial=False)
+    with transaction.atomic():
+        attempt = CalibrationAttempt.objects.select_for_update().get(pk=attempt.pk)
+        _require_open(attempt)
+        CalibrationAnswer.objects.filter(attempt=attempt, task_id=calibration_task.task_id).delete()
+        CalibrationAnswer.objects.bulk_create(
+            CalibrationAnswer(attempt=attempt, task_id=calibration_task.task_id, rubric_item=item,
+                              value=clean[item.item_key], answered_at=now)
+            for item in items
+        )
+        answered = calibration_answered_positions(attempt)
+        positions = sorted(CalibrationTask.objects.filter(attempt=attempt).values_list("position", flat=True))
+        remaining = [p for p in positions if p not in answered]
+        if remaining:
+            later = [p for p in remaining if p > calibration_task.position]
+            return AnswerResult(attempt=attempt, next_position=(later or remaining)[0])
+        _score(attempt=attempt, now=now)
+    return AnswerResult(attempt=attempt, next_position=None)
+
+
+def _require_open(attempt: CalibrationAttempt) -> None:
+    if attempt.status == Status.STALE:
+        raise Conflict("The rubric changed while you were calibrating; start a new calibration.",
+                       code="calibration_stale")
+    if attempt.status != Status.IN_PROGRESS:
+        raise Conflict("This calibration attempt is finished.", code="calibration_finished")
+
+
+def _score(*, attempt: CalibrationAttempt, now: datetime) -> None:
+    references = {(r.task_id, r.rubric_item_id): r.value
+                  for r in GoldenReference.objects.filter(task__in=attempt.tasks.values("task_id"))}
+    total = correct = 0
+    for answer in CalibrationAnswer.objects.filter(attempt=attempt):
+        reference = references.get((answer.task_id, answer.rubric_item_id))
+        if reference is None:
+            continue
+        total += 1
+        correct += int(answer.value == reference)
+    if total == 0:
+        raise DomainError("This calibration has no reference labels to score against.", code="no_references")
+    score = (Decimal(100 * correct) / Decimal(total)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+    attempt.items_total = total
+    attempt.items_correct = correct
+    attempt.score_pct = score
+    attempt.finished_at = now
+    attempt.status = Status.PASSED if score >= attempt.threshold_pct else Status.FAILED
+    attempt.save(update_fields=["items_total", "items_correct", "score_pct", "finished_at", "status"])
+
+
+def calibrations_mark_stale(*, project: Project, now: datetime) -> int:
+    """Mark every live attempt of the project stale (passed, failed and in progress); returns how many."""
+    return (CalibrationAttempt.objects.filter(project=project).exclude(status=Status.STALE)
+            .update(status=Status.STALE, stale_at=now))
+
+
+@dataclass(frozen=True)
+class WrongItem:
+    position: int
+    dimension: str
+    score: int | None
+    content: str
+    answer: int
+    reference: int
+    rationale: str
+
+
+@dataclass(frozen=True)
+class FeedbackTask:
+    position: int
+    question_id: str
+    final_user_turn: str
+    response: str
+    wrong: list[WrongItem]
+
+
+def calibration_feedback(attempt: CalibrationAttempt) -> list[FeedbackTask]:
+    """Every item the expert got wrong, task by task, with the reference answer and its rationale.
+
+    Only for a scored attempt; an attempt in progress shows nothing (it would give the answers away).
+    """
+    if attempt.finished_at is None:
+        return []
+    references = {(r.task_id, r.rubric_item_id): r
+                  for r in GoldenReference.objects.filter(task__in=attempt.tasks.values("task_id"))}
+    answers = {(a.task_id, a.rubric_item_id): a.value for a in CalibrationAnswer.objects.filter(attempt=attempt)}
+    feedback = []
+    for ct in attempt.tasks.select_related("task__response__question").order_by("position"):
+        wrong = []
+        for item in rubric_items_for_task(ct.task):
+            ref = references.get((ct.task_id, item.pk))
+            answer = answers.get((ct.task_id, item.pk))
+            if ref is not None and answer is not None and answer != ref.value:
+                wrong.append(WrongItem(position=item.position, dimension=item.dimension.display_name,
+                                       score=item.score, content=item.content, answer=answer,
+                                       reference=ref.value, rationale=ref.rationale))
+        if wrong:
+            question = ct.task.response.question
+            feedback.append(FeedbackTask(position=ct.position, question_id=question.external_id,
+                                         final_user_turn=question.final_user_turn,
+                                         response=ct.task.response.text, wrong=wrong))
+    return feedback

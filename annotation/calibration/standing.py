@@ -1,0 +1,57 @@
+"""An expert's standing: tier evaluation from their work, and the expert home card.
+
+`expert_evaluate` runs after every submission (Celery task "annotation.evaluate_expert",
+sent by name on commit) and on demand (PM page, API). It is idempotent: evaluating
+twice with the same numbers changes nothing the second time.
+"""
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation.calibration.portrait import expert_stats, own_view_cutoff
+from annotation.calibration.services import CalibrationState, calibration_state
+from annotation.models import Project
+from experts.models import ExpertProfile, TierChange, User
+from experts.notifications import notification_unread_count
+from experts.tiers import TierProgress, tier_evaluate, tier_progress
+
+
+def expert_evaluate(*, expert: User, now: datetime) -> list[TierChange]:
+    """Apply the tier rules to the expert's current numbers; returns the tier changes made."""
+    if not ExpertProfile.objects.filter(user=expert).exists():
+        return []
+    return tier_evaluate(user=expert, stats=expert_stats(expert), now=now)
+
+
+@dataclass(frozen=True)
+class HomeCard:
+    profile: ExpertProfile
+    progress: TierProgress
+    calibration: CalibrationState
+    calibration_url: str
+    portrait_url: str
+    unread: int
+
+
+def expert_home_context(user: User, project: Project, *, now: datetime | None = None) -> dict[str, Any]:
+    """Context for `annotation/calibration/_home_card.html`: tier, what the next tier needs and
+    how far the expert is from it, and their calibration status in `project` with a link.
+
+    The card goes on the expert home page, once per project: `{% include
+    "annotation/calibration/_home_card.html" with card=... %}` where `card` is
+    `expert_home_context(user, project)["quality_card"]`.
+    """
+    now = now or timezone.now()
+    profile = ExpertProfile.objects.get(user=user)
+    card = HomeCard(
+        profile=profile,
+        progress=tier_progress(tier=profile.tier, stats=expert_stats(user, control_before=own_view_cutoff(now))),
+        calibration=calibration_state(project=project, expert=user, now=now),
+        calibration_url=reverse("calibration", args=[project.pk]),
+        portrait_url=reverse("my_portrait"),
+        unread=notification_unread_count(user),
+    )
+    return {"quality_card": card, "project": project}

@@ -1,0 +1,271 @@
+"""Turn a stored agreement report into what the quality dashboard shows.
+
+Pure presentation over the stored payload (never raw labels): display strings, the
+link behind every figure (the items page, filtered), and the series the charts draw.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from django.urls import reverse
+from django.utils.translation import get_language
+from django.utils.translation import gettext as _
+
+from annotation.models import AgreementReport, Project
+from experts.models import ExpertProfile, Tier
+from rubrics.models import Category
+
+DASH = "—"
+DISAGREEMENTS_SHOWN = 100
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    return DASH if value is None else f"{100 * value:.{digits}f}%"
+
+
+def dec(value: float | None, digits: int = 2) -> str:
+    return DASH if value is None else f"{value:.{digits}f}"
+
+
+def span(pair: list[float | None] | None, as_pct: bool = True) -> str:
+    if not pair or pair[0] is None or pair[1] is None:
+        return DASH
+    fmt = pct if as_pct else dec
+    return f"{fmt(pair[0])} – {fmt(pair[1])}"
+
+
+@dataclass(frozen=True)
+class AgreementRow:
+    """One slice of judge-vs-majority agreement, with its CI and the link to its units."""
+
+    key: str
+    name: str
+    n: int
+    questions: int
+    agreement: str
+    agreement_ci: str
+    kappa: str
+    kappa_ci: str
+    judge_hit: str
+    human_hit: str
+    link: str
+    disagree_link: str
+    extra: dict[str, Any]
+
+
+class ReportView:
+    """The dashboard's reading of one stored report."""
+
+    def __init__(self, *, project: Project, report: AgreementReport) -> None:
+        self.project = project
+        self.report = report
+        self.payload: dict[str, Any] = report.payload or {}
+        self.run_id = report.judge_run_id
+        self.english = (get_language() or "").startswith("en")
+        self.dims = {d["code"]: d for d in self.payload.get("dimensions", [])}
+        self.items_url = reverse("quality_items", args=[project.pk])
+
+    # --- links and names -------------------------------------------------------------
+
+    def link(self, **filters: Any) -> str:
+        params = {k: v for k, v in filters.items() if v not in (None, "")}
+        if self.run_id:
+            params["run"] = self.run_id
+        return f"{self.items_url}?{urlencode(params)}"
+
+    def dim_name(self, code: str) -> str:
+        dim = self.dims.get(code)
+        if dim is None:
+            return code
+        return dim["name_en"] if self.english else dim["name_zh"]
+
+    @staticmethod
+    def category_name(code: str) -> str:
+        return str(Category(code).label) if code in Category.values else code
+
+    @staticmethod
+    def zone_name(code: str) -> str:
+        return {"unanimous": _("Unanimous"), "split": _("Split")}.get(code, code)
+
+    @staticmethod
+    def difficulty_name(code: str) -> str:
+        return {"normal": _("Normal"), "hard": _("Hard")}.get(code, code)
+
+    # --- sections ----------------------------------------------------------------------
+
+    @property
+    def judge(self) -> dict[str, Any] | None:
+        return self.payload.get("judge")
+
+    def _rows(self, rows: list[dict[str, Any]], name, filter_name: str) -> list[AgreementRow]:
+        return [
+            AgreementRow(
+                key=r["key"], name=name(r["key"]), n=r["n"], questions=r["questions"],
+                agreement=pct(r["agreement"]), agreement_ci=span(r["agreement_ci"]),
+                kappa=dec(r["kappa"]), kappa_ci=span(r["kappa_ci"], as_pct=False),
+                judge_hit=pct(r["judge_hit_rate"]), human_hit=pct(r["human_hit_rate"]),
+                link=self.link(**({filter_name: r["key"]} if filter_name else {})),
+                disagree_link=self.link(**({filter_name: r["key"]} if filter_name else {}), disagree=1),
+                extra={k: v for k, v in r.items() if k == "zones"},
+            )
+            for r in rows
+        ]
+
+    def overall(self) -> AgreementRow | None:
+        judge = self.judge
+        if not judge or not judge.get("overall"):
+            return None
+        return self._rows([judge["overall"]], lambda _key: _("All units"), "")[0]
+
+    def by_dimension(self) -> list[AgreementRow]:
+        return self._rows(self.judge["by_dimension"], self.dim_name, "dimension") if self.judge else []
+
+    def by_category(self) -> list[AgreementRow]:
+        return self._rows(self.judge["by_category"], self.category_name, "category") if self.judge else []
+
+    def by_model(self) -> list[AgreementRow]:
+        return self._rows(self.judge["by_model"], str, "model") if self.judge else []
+
+    def by_difficulty(self) -> list[AgreementRow]:
+        return self._rows(self.judge["by_difficulty"], self.difficulty_name, "difficulty") if self.judge else []
+
+    def by_zone(self) -> list[AgreementRow]:
+        return self._rows(self.judge["by_zone"], self.zone_name, "zone") if self.judge else []
+
+    def zone_breakdown(self) -> list[dict[str, Any]]:
+        """Per dimension: how many units were unanimous or split, and the judge's agreement on each."""
+        judged = {r.key: r.extra.get("zones", {}) for r in self.by_dimension()}
+        rows = []
+        for r in self.payload.get("panel", {}).get("by_dimension", []):
+            total = r["unanimous"] + r["split"]
+            zones = judged.get(r["key"], {})
+            rows.append({
+                "name": self.dim_name(r["key"]),
+                "unanimous": r["unanimous"], "split": r["split"],
+                "split_share": pct(r["split"] / total if total else None),
+                "unanimous_agreement": pct(zones.get("unanimous", {}).get("agreement")),
+                "split_agreement": pct(zones.get("split", {}).get("agreement")),
+                "unanimous_link": self.link(dimension=r["key"], zone="unanimous"),
+                "split_link": self.link(dimension=r["key"], zone="split"),
+            })
+        return rows
+
+    def panel(self) -> dict[str, Any]:
+        panel = self.payload.get("panel", {})
+        overall = panel.get("overall", {})
+        rows = [{
+            "name": self.dim_name(r["key"]), "n": r["n"], "percent": pct(r["percent_agreement"]),
+            "fleiss": dec(r["fleiss_kappa"]), "alpha": dec(r["krippendorff_alpha"]), "ac1": dec(r["gwet_ac1"]),
+            "link": self.link(dimension=r["key"], zone="split"),
+        } for r in panel.get("by_dimension", [])]
+        return {
+            "n": overall.get("n", 0), "percent": pct(overall.get("percent_agreement")),
+            "fleiss": dec(overall.get("fleiss_kappa")), "alpha": dec(overall.get("krippendorff_alpha")),
+            "ac1": dec(overall.get("gwet_ac1")), "unanimous": overall.get("unanimous", 0),
+            "split": overall.get("split", 0), "rows": rows,
+            "unanimous_link": self.link(zone="unanimous"), "split_link": self.link(zone="split"),
+        }
+
+    def experts(self) -> list[dict[str, Any]]:
+        tiers = dict(Tier.choices)
+        statuses = dict(ExpertProfile.Status.choices)
+        rows = []
+        for r in self.payload.get("experts", []):
+            peer, golden = r.get("peer") or {}, r.get("golden") or {}
+            alerts = (peer.get("alert_count", 0) or 0) + (golden.get("alert_count", 0) or 0)
+            rows.append({
+                "user_id": r["user_id"], "pseudonym": r["pseudonym"],
+                "tier": tiers.get(r["tier"], r["tier"] or DASH),
+                "status": statuses.get(r["status"], r["status"] or DASH),
+                "paused": r["status"] == ExpertProfile.Status.PAUSED,
+                "tasks": r["tasks"], "per_day": dec(r["tasks_per_day"], 1),
+                "seconds": dec(r["median_seconds_per_item"], 0),
+                "golden": pct(golden.get("mean")), "golden_n": golden.get("n", 0),
+                "peer": pct(peer.get("mean")), "peer_n": peer.get("n", 0),
+                "baseline": pct(peer.get("baseline")),
+                "alert_active": bool(peer.get("alert_active") or golden.get("alert_active")),
+                "alert_count": alerts,
+                "alerts": [{"kind": _("peer agreement"), **a} for a in peer.get("alerts", [])]
+                + [{"kind": _("golden accuracy"), **a} for a in golden.get("alerts", [])],
+                "link": self.link(expert=r["user_id"]),
+            })
+        return rows
+
+    def leaderboard(self) -> dict[str, Any]:
+        board = self.payload.get("leaderboard", {})
+        rows = []
+        for r in board.get("models", []):
+            human, judge = r["human"], r.get("judge")
+            rows.append({
+                "model": r["model"], "questions": r["questions"],
+                "human_score": dec(human["score"]), "human_rank": human["rank"],
+                "human_keep": pct(human["keep_share"], 0),
+                "judge_score": dec(judge["score"]) if judge else DASH,
+                "judge_rank": judge["rank"] if judge else DASH,
+                "judge_keep": pct(judge["keep_share"], 0) if judge else DASH,
+                "moved": bool(judge) and judge["rank"] != human["rank"],
+                "link": self.link(model=r["model"]),
+            })
+        return {"rows": rows, "judge": board.get("judge", False), "tau": dec(board.get("tau")),
+                "tau_ci": span(board.get("tau_ci"), as_pct=False), "questions": board.get("n_questions", 0)}
+
+    def alternative(self) -> dict[str, Any] | None:
+        alt = (self.judge or {}).get("alternative_annotator")
+        if not alt:
+            return None
+        return {
+            "advantage": pct(alt["advantage_probability"], 0), "win_rate": pct(alt["average_win_rate"]),
+            "judge_mean": pct(alt["judge_mean"]), "expert_mean": pct(alt["expert_mean"]), "passes": alt["passes"],
+            "rows": [{**r, "judge_mean_text": pct(r["judge_mean"]), "expert_mean_text": pct(r["expert_mean"]),
+                      "win_rate_text": pct(r["win_rate"])} for r in alt["experts"]],
+        }
+
+    def disagreements(self) -> dict[str, Any]:
+        listed = (self.judge or {}).get("unanimous_disagreements") or {"count": 0, "items": []}
+        return {
+            "count": listed["count"],
+            "all_link": self.link(zone="unanimous", disagree=1),
+            "rows": [{**r, "dimension_name": self.dim_name(r["dimension"]),
+                      "link": self.link(task=r["task_id"]) + f"#item-{r['task_id']}-{r['position']}"}
+                     for r in listed["items"][:DISAGREEMENTS_SHOWN]],
+            "shown": min(DISAGREEMENTS_SHOWN, len(listed["items"])),
+        }
+
+    def charts(self) -> dict[str, Any]:
+        """Everything dashboard.js draws, passed through json_script (never inline script)."""
+        progress = self.payload.get("progress", {})
+        days = progress.get("labels_per_day", [])
+
+        def agreement_series(rows: list[AgreementRow], raw: list[dict[str, Any]]) -> dict[str, Any]:
+            return {"names": [r.name for r in rows], "value": [x["agreement"] for x in raw],
+                    "low": [x["agreement_ci"][0] for x in raw], "high": [x["agreement_ci"][1] for x in raw],
+                    "n": [x["n"] for x in raw], "links": [r.link for r in rows]}
+
+        judge = self.judge or {}
+        board = self.payload.get("leaderboard", {}).get("models", [])
+        return {
+            "strings": {"agreement": _("Agreement with the panel majority"), "ci": _("95% interval"),
+                        "labels": _("Labels"), "submissions": _("Submissions"), "human": _("Human consensus"),
+                        "judge": _("Judge"), "peer": _("Peer agreement"), "rolling": _("Rolling window"),
+                        "baseline": _("Baseline"), "units": _("units")},
+            "labels_per_day": {"dates": [d["date"] for d in days], "labels": [d["labels"] for d in days],
+                               "submissions": [d["submissions"] for d in days]},
+            "by_dimension": agreement_series(self.by_dimension(), judge.get("by_dimension", [])),
+            "by_model": agreement_series(self.by_model(), judge.get("by_model", [])),
+            "leaderboard": {"models": [r["model"] for r in board],
+                            "human": [r["human"]["score"] for r in board],
+                            "judge": [(r.get("judge") or {}).get("score") for r in board],
+                            "links": [self.link(model=r["model"]) for r in board]},
+            "curves": {str(r["user_id"]): _curve(r) for r in self.payload.get("experts", [])},
+        }
+
+
+def _curve(row: dict[str, Any]) -> dict[str, Any]:
+    """One expert's sparkline: peer-agreement buckets, rolling mean, alerts, baseline; golden buckets."""
+    peer = (row.get("peer") or {}).get("curve") or {}
+    golden = (row.get("golden") or {}).get("curve") or {}
+    return {"points": peer.get("value", []), "rolling": peer.get("rolling", []), "dates": peer.get("date", []),
+            "alerts": peer.get("alert", []), "baseline": (row.get("peer") or {}).get("baseline"),
+            "golden": golden.get("value", [])}

@@ -1,0 +1,133 @@
+"""The PM's quality dashboard: progress, experts, judge-vs-human agreement, leaderboard.
+
+The dashboard page reads the newest stored agreement report (plus a few cheap counts),
+never raw labels, so it renders in the same time at 400,000 units as at 400. Every
+figure links to the items page, which lists the units behind it; that page reads raw
+labels, one page of 50 units at a time. Only the project's PM or an admin reaches
+these pages; anyone else gets the 404 of a page that does not exist.
+
+Each view answers htmx with the fragment it swaps (`"page.html#report"`) and any
+other request with the whole page.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from annotation.agreement.selectors import (
+    UNIT_FILTERS,
+    agreement_report_in_flight,
+    agreement_report_latest,
+    judge_run_get_for_project,
+    judge_run_list_for_project,
+    quality_units_page,
+    task_progress_counts,
+)
+from annotation.agreement.services import agreement_report_request, judge_run_default
+from annotation.dashboard.context import ReportView
+from annotation.errors import NotFound
+from annotation.models import JudgeRun, Project
+from annotation.selectors import project_get_for_user
+
+PAGE = "annotation/dashboard/page.html"
+ITEMS = "annotation/dashboard/items.html"
+
+
+def _managed_project(request: HttpRequest, project_id: int) -> Project:
+    try:
+        return project_get_for_user(request.user, project_id, manage=True)
+    except NotFound:
+        raise Http404 from None
+
+
+def _chosen_run(project: Project, raw: str | None) -> JudgeRun | None:
+    if raw in (None, ""):
+        return None
+    try:
+        return judge_run_get_for_project(project, raw)
+    except NotFound:
+        raise Http404 from None
+
+
+def _status_context(project: Project) -> dict[str, Any]:
+    return {"project": project, "in_flight": agreement_report_in_flight(project)}
+
+
+def _page_context(project: Project, run: JudgeRun | None) -> dict[str, Any]:
+    report = agreement_report_latest(project, judge_run_id=run.pk if run else None)
+    view = ReportView(project=project, report=report) if report else None
+    return {
+        **_status_context(project),
+        # The report on screen: the status line offers a newer one when it lands.
+        "shown_report": str(report.pk) if report else "",
+        "runs": judge_run_list_for_project(project),
+        "selected_run": run.pk if run else (report.judge_run_id if report else None),
+        "report": report,
+        "view": view,
+        "progress": task_progress_counts(project),
+        # Autoescaped into a data attribute; dashboard.js parses it back.
+        "charts": json.dumps(view.charts(), ensure_ascii=False, separators=(",", ":")) if view else "",
+    }
+
+
+@login_required
+@require_GET
+def quality_dashboard(request: HttpRequest, project_id: int) -> HttpResponse:
+    """The newest report, or the newest of the judge run picked with `?run=`."""
+    project = _managed_project(request, project_id)
+    run = _chosen_run(project, request.GET.get("run"))
+    context = _page_context(project, run)
+    template = f"{PAGE}#report" if request.htmx else PAGE
+    return render(request, template, context)
+
+
+@login_required
+@require_GET
+def quality_status(request: HttpRequest, project_id: int) -> HttpResponse:
+    """The "recompute queued / computing" line; it polls itself while a report is on its way."""
+    project = _managed_project(request, project_id)
+    context = {**_status_context(project), "report": agreement_report_latest(project),
+               "shown_report": request.GET.get("shown", "")}
+    return render(request, f"{PAGE}#status", context)
+
+
+@login_required
+@require_POST
+def quality_recompute(request: HttpRequest, project_id: int) -> HttpResponse:
+    """Recompute the report from every label now (for the chosen judge run, else the default one)."""
+    project = _managed_project(request, project_id)
+    run = _chosen_run(project, request.POST.get("run"))
+    agreement_report_request(project=project, judge_run=run, now=timezone.now(), debounce_s=0)
+    if not request.htmx:
+        return redirect("quality_dashboard", project.pk)
+    context = {**_status_context(project), "report": agreement_report_latest(project), "shown_report": ""}
+    return render(request, f"{PAGE}#status", context)
+
+
+@login_required
+@require_GET
+def quality_items(request: HttpRequest, project_id: int) -> HttpResponse:
+    """The units behind a dashboard figure: filtered by dimension, model, zone, expert, disagreement."""
+    project = _managed_project(request, project_id)
+    run = _chosen_run(project, request.GET.get("run")) or judge_run_default(project=project)
+    filters = {key: request.GET.get(key, "") for key in UNIT_FILTERS}
+    page, rows = quality_units_page(project, run=run, filters=filters, page=request.GET.get("page", 1))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "project": project,
+        "run": run,
+        "filters": {k: v for k, v in filters.items() if v},
+        "page": page,
+        "rows": rows,
+        "query": query.urlencode(),
+        "english": (request.LANGUAGE_CODE or "").startswith("en"),
+    }
+    template = f"{ITEMS}#units" if request.htmx else ITEMS
+    return render(request, template, context)

@@ -1,0 +1,236 @@
+"""Reading uploaded JSONL: the size cap, per-line decoding, and line errors a PM can act on.
+
+Every import validates the whole file before it writes anything, so problems are
+collected rather than raised one by one: a PM fixes the file once, not once per error.
+A field path names where in the row the problem is, JSON-path style with 0-based
+indexes: `rubric[2].score` is the third rubric item's score, as `jq '.rubric[2].score'`
+would find it.
+"""
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from annotation.errors import DomainError
+
+MAX_LISTED_ERRORS = 50
+INT32 = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What an import wrote.
+
+    `created` counts questions or responses written, `skipped` the rows already present
+    with identical content; `version` is the rubric version number the rows now belong
+    to (None when a question import found nothing new and published nothing).
+    """
+
+    created: int
+    skipped: int
+    items_created: int = 0
+    tasks_created: int = 0
+    version: int | None = None
+
+
+def import_size_check(*, size: int) -> None:
+    """Refuse an upload over RUBRICA_MAX_IMPORT_BYTES before anything reads or parses it.
+
+    The file is held in memory whole while it is validated (all-or-nothing), so the cap
+    keeps one upload from exhausting a web worker.
+    """
+    limit = settings.RUBRICA_MAX_IMPORT_BYTES
+    if size > limit:
+        message = (f"The file is {_megabytes(size)}, over the import limit of {_megabytes(limit)}; "
+                   "split it into smaller files.")
+        raise DomainError(message, code="too_large", status=413,
+                          errors=[{"line": None, "field": "file", "message": message}])
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
+def describe(value: Any) -> str:
+    """A short rendering of a bad value for an error message."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    text = json.dumps(value, ensure_ascii=False)
+    if _unstorable(text):
+        text = json.dumps(value)  # escaped, so the message itself can be rendered and stored
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class LineErrors:
+    """Errors found in a file, in line order, listed up to MAX_LISTED_ERRORS."""
+
+    def __init__(self) -> None:
+        self.listed: list[dict[str, Any]] = []
+        self.total = 0
+
+    def __bool__(self) -> bool:
+        return self.total > 0
+
+    def add(self, line: int | None, field: str | None, message: str) -> None:
+        self.total += 1
+        if len(self.listed) < MAX_LISTED_ERRORS:
+            self.listed.append({"line": line, "field": field, "message": message})
+
+    def raise_if_any(self, *, source: str) -> None:
+        """Raise one DomainError carrying every listed error; the summary quotes the first."""
+        if not self.total:
+            return
+        first = format_line_error(self.listed[0])
+        noun = "error" if self.total == 1 else "errors"
+        summary = f"{source}: {self.total} {noun}, nothing was imported. First: {first}"
+        if self.total > len(self.listed):
+            summary += f" ({len(self.listed)} errors listed, {self.total - len(self.listed)} more not shown)"
+        raise DomainError(summary, code="invalid_file", errors=list(self.listed))
+
+
+def format_line_error(error: dict[str, Any]) -> str:
+    """`line 3: field "rubric[2].score": expected ...`, the form the CLI prints."""
+    parts = []
+    if error.get("line") is not None:
+        parts.append(f"line {error['line']}")
+    if error.get("field"):
+        parts.append(f'field "{error["field"]}"')
+    return ": ".join([*parts, error["message"]])
+
+
+def jsonl_objects(data: bytes, errors: LineErrors) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each non-blank line that is a JSON object.
+
+    Lines that are not UTF-8, not JSON or not an object are recorded in `errors` and
+    skipped, so the caller still validates the rest of the file. A UTF-8 byte-order
+    mark at the start is tolerated: spreadsheet tools on Windows write one.
+    """
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors.add(number, None, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} "
+                                     "of the line); save the file as UTF-8")
+            continue
+        if not text.strip():
+            continue
+        try:
+            row = json.loads(text)
+        except json.JSONDecodeError as exc:
+            errors.add(number, None, f"not valid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        except (ValueError, RecursionError) as exc:
+            # Python's own limits: integers of thousands of digits, arrays nested thousands deep.
+            errors.add(number, None, f"not valid JSON ({exc.__class__.__name__}: {str(exc)[:80]})")
+            continue
+        if not isinstance(row, dict):
+            errors.add(number, None, f"expected a JSON object, got {describe(row)}")
+            continue
+        yield number, row
+
+
+def _unstorable(value: str) -> str | None:
+    """Why PostgreSQL would refuse this text (JSON can say what its text columns cannot), or None."""
+    if "\x00" in value:
+        return "contains a NUL character (\\u0000), which the database cannot store"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains an unpaired surrogate escape (\\ud800-\\udfff), which is not valid Unicode text"
+    return None
+
+
+class RowReader:
+    """Typed reads of one row's fields; a bad field becomes a line error and reads as None."""
+
+    def __init__(self, errors: LineErrors, line: int) -> None:
+        self.errors = errors
+        self.line = line
+        self.failed = False
+
+    def error(self, field: str | None, message: str) -> None:
+        self.failed = True
+        self.errors.add(self.line, field, message)
+
+    def text(self, obj: dict[str, Any], key: str, path: str, *, required: bool = True,
+             max_length: int | None = None, blank: bool = False) -> str | None:
+        """A string field. `blank=False` refuses empty and whitespace-only text."""
+        if key not in obj or (obj[key] is None and not required):
+            if required:
+                self.error(path, "missing; expected a string")
+            return None
+        value = obj[key]
+        if not isinstance(value, str) or (not blank and not value.strip()):
+            self.error(path, f"expected a non-empty string, got {describe(value)}")
+            return None
+        if max_length is not None and len(value) > max_length:
+            self.error(path, f"expected at most {max_length} characters, got {len(value)}")
+            return None
+        problem = _unstorable(value)
+        if problem:
+            self.error(path, problem)
+            return None
+        return value
+
+    def integer_or_null(self, obj: dict[str, Any], key: str, path: str) -> tuple[bool, int | None]:
+        """(ok, value) for a field that must be present and hold an integer or null."""
+        if key not in obj:
+            self.error(path, "missing; expected an integer or null")
+            return False, None
+        value = obj[key]
+        if value is None:
+            return True, None
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.error(path, f"expected an integer or null, got {describe(value)}")
+            return False, None
+        return self._in_range(value, path), value
+
+    def integer(self, obj: dict[str, Any], key: str, path: str) -> int | None:
+        if key not in obj:
+            self.error(path, "missing; expected an integer")
+            return None
+        value = obj[key]
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.error(path, f"expected an integer, got {describe(value)}")
+            return None
+        return value if self._in_range(value, path) else None
+
+    def _in_range(self, value: int, path: str) -> bool:
+        if abs(value) > INT32:
+            self.error(path, f"expected an integer between {-INT32} and {INT32}, got {describe(value)}")
+            return False
+        return True
+
+    def object_list(self, obj: dict[str, Any], key: str, path: str, *, what: str) -> list[dict[str, Any]] | None:
+        """A non-empty list whose members are all objects; `what` names the members for the message."""
+        if key not in obj:
+            self.error(path, f"missing; expected a non-empty list of {what}")
+            return None
+        value = obj[key]
+        if not isinstance(value, list) or not value:
+            self.error(path, f"expected a non-empty list of {what}, got {describe(value)}")
+            return None
+        bad = [i for i, member in enumerate(value) if not isinstance(member, dict)]
+        for i in bad:
+            self.error(f"{path}[{i}]", f"expected an object, got {describe(value[i])}")
+        return None if bad else value
+
+    def string_list(self, obj: dict[str, Any], key: str, path: str) -> list[str] | None:
+        """An optional list of strings (tags); absent or null reads as []."""
+        value = obj.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.error(path, f"expected a list of strings, got {describe(value)}")
+            return None
+        problem = next(filter(None, map(_unstorable, value)), None)
+        if problem:
+            self.error(path, problem)
+            return None
+        return value

@@ -1,0 +1,351 @@
+"""Importing questions and their rubric items from HeartBench or HealthBench JSONL.
+
+The format is detected per row, so one file may mix both.
+
+HeartBench rows: `question_id`, `dialogue` [{role: A|B, content}], `rubric`
+[{dimension, score, content}], `difficulty` (normal|hard, default normal),
+`primary_scene`, `secondary_scene` (optional). A dimension is matched against
+`rubrics.Dimension` by Chinese name (e.g. 温暖, or the gate 其他), code or English name;
+anything else is an error. A null score imports as a gate item (score None).
+
+HealthBench rows: `prompt` [{role: user|assistant|system, content}], `rubrics`
+[{criterion, points, tags}], optional `prompt_id` and `example_tags`. They map so:
+
+* roles: user -> A, assistant -> B. System turns are dropped: experts judge the
+  conversation, and the dialogue model has no place for instructions to the model.
+* question id: `prompt_id`; without one, "hb-" and the first 20 hex digits of the
+  SHA-256 of the prompt as canonical JSON, so re-importing the same row gives the same id.
+* each rubric: criterion -> content, points -> score (an integer, never null), tags
+  kept verbatim in `RubricItem.tags`.
+* dimension: from an `axis:<name>` tag. A name that is one of our dimensions (code,
+  Chinese or English name) is used as is; HealthBench's own axes map by meaning,
+  `communication_quality` -> verbal-expression (言语表达) and `context_awareness` ->
+  curiosity (好奇心, HeartBench's "asks about what the user has not said"). Any other
+  axis (accuracy, completeness, instruction_following) or no axis tag falls back to
+  verbal-expression, the broadest ability about how a reply is written.
+* difficulty: a `difficulty:normal|hard` tag in `example_tags`, else normal.
+* primary_scene: the first `theme:` tag of `example_tags` (HealthBench's themes are
+  its scenes); secondary_scene stays empty.
+
+In both formats the dialogue's last turn must be the user's (A): it becomes
+`Question.final_user_turn`, the earlier turns `Question.dialogue`. Rubric items keep
+stable ids, `item_key = "<question id>:<position>"` with 1-based positions.
+
+The import is all-or-nothing. Every line is parsed and checked first and all problems
+are reported together (see `annotation.exchange.jsonl`); then, in one transaction,
+questions already present with identical content are skipped, one already present with
+different content is an error, and the new questions and items are bulk-inserted (`annotation.exchange.bulk`) into
+the project's draft rubric version, which is then published. A file with nothing new
+creates no version.
+"""
+import hashlib
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+
+from annotation.exchange.bulk import rows_insert
+from annotation.exchange.jsonl import ImportResult, LineErrors, RowReader, describe, import_size_check, jsonl_objects
+from annotation.exchange.lock_objects import project_imports_lock
+from annotation.models import Difficulty, Project, Question
+from annotation.publishing import rubric_draft_get_or_create, rubric_version_publish
+from annotation.selectors import rubric_version_current
+from rubrics.models import Dimension, RubricItem
+
+HEARTBENCH_ROLES = {"A": "A", "B": "B"}
+# None: the turn is dropped (see the module docstring).
+HEALTHBENCH_ROLES = {"user": "A", "assistant": "B", "system": None}
+HEALTHBENCH_AXES = {"communication_quality": "verbal-expression", "context_awareness": "curiosity"}
+HEALTHBENCH_DEFAULT_DIMENSION = "verbal-expression"
+QUESTION_ID_MAX = 100
+SCENE_MAX = 100
+
+# The names a field has in each format, for errors about an existing question.
+_FIELD_NAMES = {
+    Question.SourceFormat.HEARTBENCH: {"dialogue": "dialogue", "rubric": "rubric", "difficulty": "difficulty",
+                                       "primary_scene": "primary_scene", "secondary_scene": "secondary_scene"},
+    Question.SourceFormat.HEALTHBENCH: {"dialogue": "prompt", "rubric": "rubrics", "difficulty": "example_tags",
+                                        "primary_scene": "example_tags", "secondary_scene": "example_tags"},
+}
+
+
+@dataclass(frozen=True)
+class ParsedItem:
+    position: int
+    dimension_id: int
+    score: int | None
+    content: str
+    tags: tuple[str, ...]
+
+    def signature(self) -> tuple:
+        return self.position, self.dimension_id, self.score, self.content, list(self.tags)
+
+
+@dataclass(frozen=True)
+class ParsedQuestion:
+    line: int
+    id_field: str
+    external_id: str
+    dialogue: list[dict[str, str]]
+    final_user_turn: str
+    difficulty: str
+    primary_scene: str
+    secondary_scene: str
+    source_format: str
+    items: tuple[ParsedItem, ...]
+
+
+class DimensionIndex:
+    """Dimension ids by Chinese name, code, or (case-insensitively) English name."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+        for pk, code, name_zh, name_en in Dimension.objects.values_list("pk", "code", "name_zh", "name_en"):
+            self._ids[name_zh] = pk
+            self._ids[code.casefold()] = pk
+            self._ids[name_en.casefold()] = pk
+
+    def get(self, name: str) -> int | None:
+        name = name.strip()
+        return self._ids.get(name) or self._ids.get(name.casefold())
+
+
+def questions_import(*, project: Project, data: bytes, now: datetime, source: str = "upload") -> ImportResult:
+    """Import a HeartBench or HealthBench JSONL file into `project`, all or nothing.
+
+    Raises DomainError with one entry per problem (`{"line", "field", "message"}`) and
+    writes nothing when any line is bad or when a question already exists with
+    different content. `source` names the file in the published version's changelog.
+    """
+    import_size_check(size=len(data))
+    parsed = _parse_file(data=data, source=source)
+    with transaction.atomic():
+        project_imports_lock(project=project)
+        new, skipped = _split_new(project=project, parsed=parsed, source=source)
+        if not new:
+            return ImportResult(created=0, skipped=skipped)
+        draft = rubric_draft_get_or_create(project=project)
+        _refuse_draft_collisions(version=draft, new=new, source=source)
+        rows_insert(
+            model=Question,
+            fields=["project_id", "external_id", "dialogue", "final_user_turn", "difficulty", "primary_scene",
+                    "secondary_scene", "source_format", "created_at"],
+            rows=((project.pk, q.external_id, q.dialogue, q.final_user_turn, q.difficulty, q.primary_scene,
+                   q.secondary_scene, q.source_format, now) for q in new),
+        )
+        items_created = rows_insert(
+            model=RubricItem,
+            fields=["version_id", "question_ref", "position", "item_key", "dimension_id", "score", "content", "tags"],
+            rows=((draft.pk, q.external_id, i.position, f"{q.external_id}:{i.position}", i.dimension_id, i.score,
+                   i.content, list(i.tags)) for q in new for i in q.items),
+        )
+        noun = "question" if len(new) == 1 else "questions"
+        rubric_version_publish(project=project, version=draft, reason=f"Imported {len(new)} {noun} from {source}",
+                               now=now)
+    return ImportResult(created=len(new), skipped=skipped, items_created=items_created, version=draft.number)
+
+
+def _parse_file(*, data: bytes, source: str) -> list[ParsedQuestion]:
+    errors = LineErrors()
+    dimensions = DimensionIndex()
+    parsed: list[ParsedQuestion] = []
+    first_line: dict[str, int] = {}
+    rows_seen = 0
+    for line, row in jsonl_objects(data, errors):
+        rows_seen += 1
+        question = _parse_row(RowReader(errors, line), row, dimensions)
+        if question is None:
+            continue
+        if question.external_id in first_line:
+            errors.add(line, question.id_field, f"duplicate question id {describe(question.external_id)} "
+                                                f"(first on line {first_line[question.external_id]})")
+            continue
+        first_line[question.external_id] = line
+        parsed.append(question)
+    if not rows_seen and not errors:
+        errors.add(None, None, "the file has no rows; expected one JSON object per line")
+    errors.raise_if_any(source=source)
+    return parsed
+
+
+def _parse_row(reader: RowReader, row: dict[str, Any], dimensions: DimensionIndex) -> ParsedQuestion | None:
+    if {"question_id", "dialogue", "rubric"} & row.keys():
+        return _parse_heartbench(reader, row, dimensions)
+    if {"prompt", "rubrics", "prompt_id"} & row.keys():
+        return _parse_healthbench(reader, row, dimensions)
+    reader.error(None, "expected a HeartBench row (question_id, dialogue, rubric) "
+                       "or a HealthBench row (prompt, rubrics)")
+    return None
+
+
+def _parse_heartbench(reader: RowReader, row: dict[str, Any], dimensions: DimensionIndex) -> ParsedQuestion | None:
+    external_id = reader.text(row, "question_id", "question_id", max_length=QUESTION_ID_MAX)
+    turns = _parse_dialogue(reader, row, "dialogue", roles=HEARTBENCH_ROLES)
+    items = []
+    for index, raw in enumerate(reader.object_list(row, "rubric", "rubric", what="rubric items") or []):
+        path = f"rubric[{index}]"
+        dimension_name = reader.text(raw, "dimension", f"{path}.dimension")
+        dimension_id = _dimension(reader, dimensions, dimension_name, f"{path}.dimension")
+        ok, score = reader.integer_or_null(raw, "score", f"{path}.score")
+        content = reader.text(raw, "content", f"{path}.content")
+        if dimension_id is not None and ok and content is not None:
+            items.append(ParsedItem(index + 1, dimension_id, score, content, ()))
+    difficulty = _difficulty(reader, row.get("difficulty", Difficulty.NORMAL), "difficulty")
+    primary = reader.text(row, "primary_scene", "primary_scene", required=False, max_length=SCENE_MAX, blank=True)
+    secondary = reader.text(row, "secondary_scene", "secondary_scene", required=False, max_length=SCENE_MAX,
+                            blank=True)
+    if reader.failed:
+        return None
+    return ParsedQuestion(reader.line, "question_id", external_id, turns[:-1], turns[-1]["content"], difficulty,
+                          primary or "", secondary or "", Question.SourceFormat.HEARTBENCH, tuple(items))
+
+
+def _parse_healthbench(reader: RowReader, row: dict[str, Any], dimensions: DimensionIndex) -> ParsedQuestion | None:
+    turns = _parse_dialogue(reader, row, "prompt", roles=HEALTHBENCH_ROLES)
+    if "prompt_id" in row and row["prompt_id"] is not None:
+        external_id = reader.text(row, "prompt_id", "prompt_id", max_length=QUESTION_ID_MAX)
+        id_field = "prompt_id"
+    else:
+        canonical = json.dumps(row.get("prompt"), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        external_id = "hb-" + hashlib.sha256(canonical.encode()).hexdigest()[:20]
+        id_field = "prompt"
+    items = []
+    for index, raw in enumerate(reader.object_list(row, "rubrics", "rubrics", what="rubrics") or []):
+        path = f"rubrics[{index}]"
+        content = reader.text(raw, "criterion", f"{path}.criterion")
+        score = reader.integer(raw, "points", f"{path}.points")
+        tags = reader.string_list(raw, "tags", f"{path}.tags")
+        dimension_id = _healthbench_dimension(reader, dimensions, tags or [], f"{path}.tags")
+        if content is not None and score is not None and tags is not None and dimension_id is not None:
+            items.append(ParsedItem(index + 1, dimension_id, score, content, tuple(tags)))
+    example_tags = reader.string_list(row, "example_tags", "example_tags") or []
+    difficulty = Difficulty.NORMAL
+    for tag in example_tags:
+        if tag.startswith("difficulty:"):
+            difficulty = _difficulty(reader, tag.removeprefix("difficulty:"), "example_tags")
+    scene = next((t.removeprefix("theme:") for t in example_tags if t.startswith("theme:")), "")
+    if reader.failed:
+        return None
+    return ParsedQuestion(reader.line, id_field, external_id, turns[:-1], turns[-1]["content"], difficulty,
+                          scene[:SCENE_MAX], "", Question.SourceFormat.HEALTHBENCH, tuple(items))
+
+
+def _parse_dialogue(reader: RowReader, row: dict[str, Any], key: str, *,
+                    roles: dict[str, str | None]) -> list[dict[str, str]]:
+    """The turns with roles mapped to A/B; records an error unless the last one is the user's."""
+    raw_turns = reader.object_list(row, key, key, what="turns")
+    if raw_turns is None:
+        return []
+    turns = []
+    last_index = None
+    expected = " or ".join(f'"{r}"' for r in roles)
+    for index, raw in enumerate(raw_turns):
+        role = raw.get("role")
+        if not isinstance(role, str) or role not in roles:
+            reader.error(f"{key}[{index}].role", f"expected {expected}, got {describe(role)}")
+            continue
+        content = reader.text(raw, "content", f"{key}[{index}].content")
+        if content is None or roles[role] is None:
+            continue
+        turns.append({"role": roles[role], "content": content})
+        last_index = index
+    if reader.failed:
+        return []
+    user = next(r for r, mapped in roles.items() if mapped == "A")
+    if not turns:
+        reader.error(key, f'expected at least one "{user}" turn')
+    elif turns[-1]["role"] != "A":
+        reader.error(f"{key}[{last_index}].role",
+                     f'the last turn must be the user\'s ("{user}"), got {describe(raw_turns[last_index]["role"])}')
+    return turns
+
+
+def _dimension(reader: RowReader, dimensions: DimensionIndex, name: str | None, path: str) -> int | None:
+    if name is None:
+        return None
+    dimension_id = dimensions.get(name)
+    if dimension_id is None:
+        reader.error(path, f"unknown dimension {describe(name)}; expected a HeartBench dimension such as "
+                           '"温暖" or "其他", or its code')
+    return dimension_id
+
+
+def _healthbench_dimension(reader: RowReader, dimensions: DimensionIndex, tags: list[str], path: str) -> int | None:
+    for tag in tags:
+        if tag.startswith("axis:"):
+            axis = tag.removeprefix("axis:")
+            dimension_id = dimensions.get(axis) or dimensions.get(HEALTHBENCH_AXES.get(axis, ""))
+            if dimension_id is not None:
+                return dimension_id
+    dimension_id = dimensions.get(HEALTHBENCH_DEFAULT_DIMENSION)
+    if dimension_id is None:
+        reader.error(path, f"the default dimension {HEALTHBENCH_DEFAULT_DIMENSION!r} is missing from the taxonomy")
+    return dimension_id
+
+
+def _difficulty(reader: RowReader, value: Any, path: str) -> str:
+    if value not in Difficulty.values:
+        reader.error(path, f'expected "normal" or "hard", got {describe(value)}')
+        return Difficulty.NORMAL
+    return value
+
+
+def _split_new(*, project: Project, parsed: list[ParsedQuestion], source: str) -> tuple[list[ParsedQuestion], int]:
+    """The questions not yet in the project, and how many were skipped as identical.
+
+    An existing question is compared with the file in everything the file sets; its
+    rubric items are those of the current published version.
+    """
+    existing = {
+        row["external_id"]: row
+        for row in Question.objects.filter(project=project, external_id__in=[q.external_id for q in parsed])
+        .values("external_id", "dialogue", "final_user_turn", "difficulty", "primary_scene", "secondary_scene")
+    }
+    stored_items: dict[str, list[tuple]] = defaultdict(list)
+    current = rubric_version_current(project) if existing else None
+    if current is not None:
+        for ref, *signature in (RubricItem.objects.filter(version=current, question_ref__in=list(existing))
+                                .order_by("question_ref", "position")
+                                .values_list("question_ref", "position", "dimension_id", "score", "content", "tags")):
+            stored_items[ref].append(tuple(signature))
+    errors = LineErrors()
+    new = []
+    for question in parsed:
+        stored = existing.get(question.external_id)
+        if stored is None:
+            new.append(question)
+            continue
+        differs = _first_difference(question, stored, stored_items[question.external_id])
+        if differs is not None:
+            field = _FIELD_NAMES[question.source_format][differs]
+            errors.add(question.line, field,
+                       f"question {describe(question.external_id)} already exists with different content "
+                       f"({differs}); edit rubric items through a draft version")
+    errors.raise_if_any(source=source)
+    return new, len(parsed) - len(new)
+
+
+def _first_difference(question: ParsedQuestion, stored: dict[str, Any], items: list[tuple]) -> str | None:
+    if stored["dialogue"] != question.dialogue or stored["final_user_turn"] != question.final_user_turn:
+        return "dialogue"
+    if items != [item.signature() for item in question.items]:
+        return "rubric"
+    for field in ("difficulty", "primary_scene", "secondary_scene"):
+        if stored[field] != getattr(question, field):
+            return field
+    return None
+
+
+def _refuse_draft_collisions(*, version, new: list[ParsedQuestion], source: str) -> None:
+    """A draft may already hold items for a question the file brings; inserting would break uniqueness."""
+    line_of = {q.external_id: q.line for q in new}
+    # The draft's few hundred distinct refs, intersected here, cost less than sending every new id to the server.
+    refs = RubricItem.objects.filter(version=version).values_list("question_ref", flat=True).distinct()
+    errors = LineErrors()
+    for ref in sorted(set(refs) & line_of.keys(), key=line_of.__getitem__):
+        errors.add(line_of[ref], None, f"draft rubric version {version.number} already has items for question "
+                                       f"{describe(ref)} that is not in the project; remove them from the draft first")
+    errors.raise_if_any(source=source)

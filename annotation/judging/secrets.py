@@ -1,0 +1,90 @@
+"""A judge run's API key: encrypted at rest, or named by an allowed environment variable.
+
+The Fernet key is derived from SECRET_KEY (SHA-256 of a purpose label and the secret,
+urlsafe-base64), so nothing new has to be provisioned; keys stored under an older
+SECRET_KEY still decrypt while it is listed in SECRET_KEY_FALLBACKS. The plaintext
+exists only in a worker's memory while it builds its client: it is never rendered,
+logged, returned by the API or put into an error message.
+"""
+import base64
+import hashlib
+import os
+import re
+
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from django.conf import settings
+
+from annotation.errors import DomainError
+
+# Separates this use of SECRET_KEY from every other key derived from it.
+_PURPOSE = b"rubrica.judging.api-key:"
+_ENV_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]{0,99}\Z")
+
+
+class JudgeKeyError(Exception):
+    """The run's key cannot be had: undecryptable, or its environment variable is unset."""
+
+
+def _fernet(secret: str) -> Fernet:
+    digest = hashlib.sha256(_PURPOSE + secret.encode()).digest()
+    return Fernet(base64.urlsafe_b64encode(digest))
+
+
+def _fernets() -> MultiFernet:
+    secrets = [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
+    return MultiFernet([_fernet(secret) for secret in secrets])
+
+
+def api_key_encrypt(plain: str) -> str:
+    """The Fernet token of `plain`, under the current SECRET_KEY."""
+    return _fernet(settings.SECRET_KEY).encrypt(plain.encode()).decode()
+
+
+def api_key_decrypt(token: str) -> str:
+    """The plaintext of a stored key; JudgeKeyError if no current or fallback secret opens it."""
+    try:
+        return _fernets().decrypt(token.encode()).decode()
+    except InvalidToken:
+        raise JudgeKeyError("the stored API key cannot be decrypted (was SECRET_KEY changed without "
+                            "keeping the old one in SECRET_KEY_FALLBACKS?); start a new run") from None
+
+
+def api_key_env_check(name: str) -> str:
+    """The variable name if a PM may point a run at it, else DomainError.
+
+    Only names listed in RUBRICA_JUDGE_KEY_ENV_ALLOWED (an entry ending in `*` is a
+    prefix) qualify: the run sends the value to a URL the PM chose, so naming
+    DATABASE_URL or SECRET_KEY must not be possible.
+    """
+    name = name.strip()
+    if not _ENV_NAME.match(name):
+        raise DomainError("The environment variable name may hold only letters, digits and underscores.",
+                          code="invalid_key_env",
+                          errors=[{"field": "api_key_env", "message": "invalid name", "code": "key_env_invalid"}])
+    if not _env_allowed(name):
+        listed = ", ".join(settings.RUBRICA_JUDGE_KEY_ENV_ALLOWED)
+        raise DomainError(f"The environment variable {name} is not allowed for judge keys; use one of: {listed}.",
+                          code="key_env_not_allowed",
+                          errors=[{"field": "api_key_env", "message": f"not allowed; use one of: {listed}",
+                                   "code": "key_env_not_allowed"}])
+    return name
+
+
+def _env_allowed(name: str) -> bool:
+    return any(name.startswith(entry[:-1]) if entry.endswith("*") else name == entry
+               for entry in settings.RUBRICA_JUDGE_KEY_ENV_ALLOWED)
+
+
+def api_key_resolve(*, encrypted: str, env_name: str) -> str:
+    """The plaintext key of a run, read where the worker runs (env) or decrypted."""
+    if env_name:
+        # Checked again here: the allow-list may have shrunk since the run was started.
+        if not _env_allowed(env_name):
+            raise JudgeKeyError(f"the environment variable {env_name} is no longer allowed for judge keys")
+        value = os.environ.get(env_name, "")
+        if not value.strip():
+            raise JudgeKeyError(f"the environment variable {env_name} is not set on the worker")
+        return value
+    if encrypted:
+        return api_key_decrypt(encrypted)
+    raise JudgeKeyError("the run has no API key")

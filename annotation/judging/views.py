@@ -1,0 +1,239 @@
+"""Judge run pages: a project's runs (start one, import labels), and one run's live progress.
+
+Only the project's PM or an admin reaches these; anyone else gets the 404 of a page
+that does not exist. Every view parses input, calls one service or selector, and
+renders the whole page, or for htmx only the fragment it swaps. The run page's
+progress fragment polls itself every second while the run is active and renders
+without the trigger once it has finished, which stops the polling.
+
+The API key is a password input that is never rendered back, and no page shows it,
+its ciphertext or anything derived from it.
+"""
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from annotation.errors import DomainError, NotFound
+from annotation.exchange.jsonl import import_size_check
+from annotation.judging.imports import judge_labels_import
+from annotation.judging.selectors import judge_run_failures, judge_run_get_for_user, judge_run_list_for_project
+from annotation.judging.services import (
+    MAX_RPS,
+    judge_run_cancel,
+    judge_run_progress,
+    judge_run_resume,
+    judge_run_start,
+)
+from annotation.models import JudgeRun, Project
+from annotation.selectors import project_get_for_user
+
+RUNS = "annotation/judging/runs.html"
+RUN = "annotation/judging/run.html"
+UNPROCESSABLE = 422
+
+
+class JudgeRunStartForm(forms.Form):
+    """Typed input only; what is allowed (URL, rps range, unique name) the service decides."""
+
+    name = forms.CharField(label=gettext_lazy("Run name"), max_length=100)
+    base_url = forms.CharField(
+        label=gettext_lazy("Base URL"), max_length=500,
+        help_text=gettext_lazy("OpenAI-compatible, ending in the API version, e.g. https://api.openai.com/v1"),
+        # Text inputs with an input mode: the shared stylesheet styles text inputs.
+        widget=forms.TextInput(attrs={"placeholder": "https://api.openai.com/v1", "inputmode": "url",
+                                      "autocomplete": "off", "spellcheck": "false"}),
+    )
+    judge_model = forms.CharField(label=gettext_lazy("Judge model"), max_length=200)
+    api_key = forms.CharField(
+        label=gettext_lazy("API key"), required=False, max_length=1000,
+        help_text=gettext_lazy("Stored encrypted and never shown again."),
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+    )
+    api_key_env = forms.CharField(
+        label=gettext_lazy("…or environment variable with the key"), required=False, max_length=100,
+        help_text=gettext_lazy("Read by the workers, e.g. OPENAI_API_KEY."),
+        widget=forms.TextInput(attrs={"placeholder": "OPENAI_API_KEY", "autocomplete": "off"}),
+    )
+    requests_per_second = forms.FloatField(
+        label=gettext_lazy("Requests per second"), initial=2,
+        widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
+    )
+
+
+class JudgeLabelsImportForm(forms.Form):
+    file = forms.FileField(label=gettext_lazy("JSONL file"))
+    run = forms.CharField(label=gettext_lazy("Run name"), max_length=100)
+    judge_model = forms.CharField(label=gettext_lazy("Judge model"), max_length=200, required=False)
+    prompt_version = forms.CharField(label=gettext_lazy("Prompt version"), max_length=100, required=False)
+
+
+def _error_text(error: dict[str, Any]) -> str:
+    """A service's field error in the user's language where its code is known."""
+    known = {
+        "required": _("This field is required."),
+        "too_long": _("This value is too long."),
+        "bad_url": _("Enter an http(s) URL such as https://api.openai.com/v1."),
+        "rps_range": _("Enter a rate above 0 and at most %(max)s requests per second.") % {"max": f"{MAX_RPS:g}"},
+        "key_choice": _("Give either an API key or the name of an environment variable holding it."),
+        "key_env_invalid": _("An environment variable name holds only letters, digits and underscores."),
+        "key_env_not_allowed": _("This environment variable may not be used for judge keys."),
+        "name_taken": _("This project already has a judge run with this name."),
+        "no_version": _("The project has no published rubric version yet."),
+        "no_tasks": _("The current rubric version has no tasks to judge yet."),
+    }
+    return known.get(error.get("code", ""), str(error.get("message", "")))
+
+
+def _domain_message(exc: DomainError) -> str:
+    known = {
+        "run_finished": _("The judge run has already finished."),
+        "nothing_to_resume": _("Every task of this judge run is done; there is nothing to resume."),
+        "imported_run": _("An imported judge run has no requests to cancel or resume."),
+        "too_large": _("The file is over the import size limit; split it into smaller files."),
+    }
+    return known.get(exc.code, exc.message)
+
+
+def _project_for(request: HttpRequest, project_id: int) -> Project:
+    try:
+        return project_get_for_user(request.user, project_id, manage=True)
+    except NotFound:
+        raise Http404 from None
+
+
+def _run_for(request: HttpRequest, run_id: int) -> JudgeRun:
+    try:
+        return judge_run_get_for_user(request.user, run_id)
+    except NotFound:
+        raise Http404 from None
+
+
+def _runs_context(project: Project, **extra: Any) -> dict[str, Any]:
+    return {
+        "project": project,
+        "runs": judge_run_list_for_project(project),
+        "form": JudgeRunStartForm(),
+        "import_form": JudgeLabelsImportForm(),
+        **extra,
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def judge_runs(request: HttpRequest, project_id: int) -> HttpResponse:
+    """The project's judge runs and the form that starts a live one (POST)."""
+    project = _project_for(request, project_id)
+    if request.method == "GET":
+        return render(request, f"{RUNS}#runs" if request.htmx else RUNS, _runs_context(project))
+    form = JudgeRunStartForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            run = judge_run_start(
+                project=project, name=data["name"], base_url=data["base_url"], judge_model=data["judge_model"],
+                api_key=data["api_key"] or None, api_key_env=data["api_key_env"] or None,
+                requests_per_second=data["requests_per_second"], created_by=request.user, now=timezone.now(),
+            )
+        except DomainError as exc:
+            for error in exc.errors or [{"message": exc.message}]:
+                field = error.get("field")
+                form.add_error(field if field in form.fields else None, _error_text(error))
+        else:
+            url = reverse("judge_run", args=[run.pk])
+            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    context = _runs_context(project, form=form)
+    return render(request, f"{RUNS}#start_form" if request.htmx else RUNS, context, status=UNPROCESSABLE)
+
+
+@login_required
+@require_POST
+def judge_labels_import_view(request: HttpRequest, project_id: int) -> HttpResponse:
+    """Import judge labels (JSONL) under a named run, all or nothing."""
+    project = _project_for(request, project_id)
+    form = JudgeLabelsImportForm(request.POST, request.FILES)
+    outcome: dict[str, Any] = {}
+    status = 200
+    if not form.is_valid():
+        outcome["error"] = _("Choose a JSONL file and name the judge run.")
+        status = UNPROCESSABLE
+    else:
+        data = form.cleaned_data
+        try:
+            import_size_check(size=data["file"].size)
+            outcome["result"] = judge_labels_import(
+                project=project, data=data["file"].read(), run_name=data["run"], judge_model=data["judge_model"],
+                prompt_version=data["prompt_version"], created_by=request.user, now=timezone.now(),
+                source=data["file"].name)
+            form = JudgeLabelsImportForm()
+        except DomainError as exc:
+            outcome["error"] = _domain_message(exc)
+            outcome["errors"] = exc.errors
+            status = UNPROCESSABLE
+    context = _runs_context(project, import_form=form, outcome=outcome)
+    return render(request, f"{RUNS}#import_response" if request.htmx else RUNS, context, status=status)
+
+
+def _run_context(run: JudgeRun, **extra: Any) -> dict[str, Any]:
+    progress = judge_run_progress(run)
+    run.status = progress["status"]
+    active = run.status in (JudgeRun.Status.PENDING, JudgeRun.Status.RUNNING)
+    live = run.source == JudgeRun.Source.LIVE
+    return {
+        "run": run,
+        "project": run.project,
+        "progress": progress,
+        "finished_count": progress["done"] + progress["failed"],
+        "active": active,
+        "can_cancel": live and active,
+        "can_resume": live and run.status in (JudgeRun.Status.CANCELLED, JudgeRun.Status.FAILED),
+        "failures": judge_run_failures(run) if progress["failed"] else [],
+        **extra,
+    }
+
+
+@login_required
+@require_GET
+def judge_run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    """One run: settings, live progress (polled fragment), failures, cancel and resume."""
+    run = _run_for(request, run_id)
+    return render(request, f"{RUN}#progress" if request.htmx else RUN, _run_context(run))
+
+
+def _run_action(request: HttpRequest, run_id: int, action) -> HttpResponse:
+    run = _run_for(request, run_id)
+    error = ""
+    try:
+        run = action(run=run, now=timezone.now())
+    except DomainError as exc:
+        error = _domain_message(exc)
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        return redirect("judge_run", run.pk)
+    run = _run_for(request, run_id)
+    return render(request, f"{RUN}#progress", _run_context(run, action_error=error),
+                  status=UNPROCESSABLE if error else 200)
+
+
+@login_required
+@require_POST
+def judge_run_cancel_view(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Stop asking the judge; finished tasks keep their labels."""
+    return _run_action(request, run_id, judge_run_cancel)
+
+
+@login_required
+@require_POST
+def judge_run_resume_view(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Ask again about the pending and failed tasks, never the done ones."""
+    return _run_action(request, run_id, judge_run_resume)

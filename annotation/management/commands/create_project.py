@@ -1,0 +1,29 @@
+"""`create_project NAME [--overlap N] [--pm USERNAME]`: prints the new project's id."""
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.errors import DomainError
+from annotation.services import project_create
+from experts.models import Role, User
+
+
+class Command(BaseCommand):
+    help = "Create a project (with its empty rubric) and print its id (only the id)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("name")
+        parser.add_argument("--overlap", type=int, default=3,
+                            help="distinct experts per task, 1..9 (default 3)")
+        parser.add_argument("--pm", metavar="USERNAME", default=None,
+                            help="the project manager who manages the project")
+
+    def handle(self, *args, **options) -> None:
+        pm = None
+        if options["pm"] is not None:
+            pm = User.objects.filter(username=options["pm"], role=Role.PM).first()
+            if pm is None:
+                raise CommandError(f"No PM account named {options['pm']!r}.")
+        try:
+            project = project_create(name=options["name"], created_by=pm, overlap=options["overlap"])
+        except DomainError as exc:
+            raise CommandError(exc.message) from exc
+        self.stdout.write(str(project.pk))

@@ -1,0 +1,14 @@
+"""Pages of the PM's rubric editor."""
+from django.urls import path
+
+from annotation.rubric_editing import views
+
+urlpatterns = [
+    path("projects/<int:project_id>/rubric/", views.rubric_draft, name="rubric_draft"),
+    path("projects/<int:project_id>/rubric/draft/", views.rubric_draft_start_view, name="rubric_draft_start"),
+    path("projects/<int:project_id>/rubric/items/", views.rubric_item_add, name="rubric_item_add"),
+    path("projects/<int:project_id>/rubric/items/<int:item_id>/", views.rubric_item_edit, name="rubric_item_edit"),
+    path("projects/<int:project_id>/rubric/items/<int:item_id>/delete/", views.rubric_item_delete,
+         name="rubric_item_delete"),
+    path("projects/<int:project_id>/rubric/publish/", views.rubric_publish, name="rubric_publish"),
+]

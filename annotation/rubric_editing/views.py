@@ -1,0 +1,166 @@
+"""The PM's rubric editor: the draft version's items by question, the diff against the published
+version, and publishing with a reason. Only the project's PM and admins reach it (404 otherwise).
+"""
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+
+from annotation.errors import DomainError, NotFound
+from annotation.models import Project, Question
+from annotation.rubric_editing.services import (
+    rubric_draft_item_add,
+    rubric_draft_item_delete,
+    rubric_draft_item_update,
+    rubric_draft_start,
+    rubric_draft_view,
+    rubric_version_publish_by_number,
+)
+from annotation.selectors import project_get_for_user
+from rubrics.models import Dimension, RubricItem
+
+TEMPLATE = "annotation/rubric_editing/draft.html"
+QUESTIONS_PER_PAGE = 40
+UNPROCESSABLE = 422
+
+
+def _project_or_404(request: HttpRequest, project_id: int) -> Project:
+    try:
+        return project_get_for_user(request.user, project_id, manage=True)
+    except NotFound:
+        raise Http404 from None
+
+
+def _message(exc: DomainError) -> str:
+    known = {
+        "invalid_item": _("The rubric item needs attention; nothing was saved."),
+        "published_version": _("A published version never changes; edit the draft instead."),
+        "no_changes": _("The draft is identical to the published version; there is nothing to publish."),
+        "already_published": _("This version is already published."),
+    }
+    if exc.code == "invalid" and any(e.get("field") == "reason" for e in exc.errors):
+        return _("Publishing needs a reason for the changelog.")
+    return known.get(exc.code, exc.message)
+
+
+def _context(request: HttpRequest, project: Project, **extra: Any) -> dict[str, Any]:
+    view = rubric_draft_view(project)
+    shown = view.draft or view.published
+    search = request.GET.get("q", "").strip()
+    questions = Question.objects.filter(project=project).order_by("external_id")
+    if search:
+        questions = questions.filter(external_id__icontains=search)
+    page = Paginator(questions.values_list("external_id", flat=True), QUESTIONS_PER_PAGE).get_page(
+        request.GET.get("page"))
+    selected = request.GET.get("question") or (page.object_list[0] if page.object_list else None)
+    items = []
+    if shown is not None and selected:
+        items = list(RubricItem.objects.filter(version=shown, question_ref=selected).select_related("dimension")
+                     .order_by("position"))
+    changed_keys: set[str] = set()
+    if view.diff is not None:
+        changed_keys = {c.after.item_key for c in view.diff.changed} | {i.item_key for i in view.diff.added}
+    return {
+        "project": project, "view": view, "shown": shown, "page": page, "search": search,
+        "selected": selected, "items": items, "changed_keys": changed_keys,
+        "touched": view.diff.touched_questions if view.diff is not None else set(),
+        "dimensions": Dimension.objects.order_by("sort_order"), **extra,
+    }
+
+
+def _back(project: Project, question: str | None) -> str:
+    url = reverse("rubric_draft", args=[project.pk])
+    return f"{url}?question={question}" if question else url
+
+
+@login_required
+@require_GET
+def rubric_draft(request: HttpRequest, project_id: int) -> HttpResponse:
+    """The draft editor (the published items, read-only, until a draft is started)."""
+    project = _project_or_404(request, project_id)
+    return render(request, TEMPLATE, _context(request, project))
+
+
+@login_required
+@require_POST
+def rubric_draft_start_view(request: HttpRequest, project_id: int) -> HttpResponse:
+    project = _project_or_404(request, project_id)
+    draft = rubric_draft_start(project=project)
+    messages.success(request, _("Draft version v%(n)s started as a copy of the published rubric.") % {"n": draft.number})
+    return redirect(_back(project, request.POST.get("question")))
+
+
+def _item_fields(request: HttpRequest) -> dict[str, Any]:
+    return {"content": request.POST.get("content", ""), "score": request.POST.get("score", ""),
+            "dimension": request.POST.get("dimension", "")}
+
+
+def _refused(request: HttpRequest, project: Project, exc: DomainError) -> HttpResponse:
+    context = _context(request, project, error=_message(exc), errors=exc.errors)
+    return render(request, TEMPLATE, context, status=UNPROCESSABLE)
+
+
+@login_required
+@require_POST
+def rubric_item_edit(request: HttpRequest, project_id: int, item_id: int) -> HttpResponse:
+    project = _project_or_404(request, project_id)
+    try:
+        item = rubric_draft_item_update(project=project, item_id=item_id, **_item_fields(request))
+    except NotFound:
+        raise Http404 from None
+    except DomainError as exc:
+        return _refused(request, project, exc)
+    messages.success(request, _("Item %(key)s saved in the draft.") % {"key": item.item_key})
+    return redirect(_back(project, item.question_ref))
+
+
+@login_required
+@require_POST
+def rubric_item_add(request: HttpRequest, project_id: int) -> HttpResponse:
+    project = _project_or_404(request, project_id)
+    try:
+        item = rubric_draft_item_add(project=project, question_ref=request.POST.get("question", ""),
+                                     **_item_fields(request))
+    except NotFound:
+        raise Http404 from None
+    except DomainError as exc:
+        return _refused(request, project, exc)
+    messages.success(request, _("Item %(key)s added to the draft.") % {"key": item.item_key})
+    return redirect(_back(project, item.question_ref))
+
+
+@login_required
+@require_POST
+def rubric_item_delete(request: HttpRequest, project_id: int, item_id: int) -> HttpResponse:
+    project = _project_or_404(request, project_id)
+    try:
+        rubric_draft_item_delete(project=project, item_id=item_id)
+    except NotFound:
+        raise Http404 from None
+    except DomainError as exc:
+        return _refused(request, project, exc)
+    messages.success(request, _("Item removed from the draft."))
+    return redirect(_back(project, request.POST.get("question")))
+
+
+@login_required
+@require_POST
+def rubric_publish(request: HttpRequest, project_id: int) -> HttpResponse:
+    """Publish the draft with a reason; experts are sent back to calibration when the standard changed."""
+    project = _project_or_404(request, project_id)
+    try:
+        version = rubric_version_publish_by_number(project=project, number=request.POST.get("version"),
+                                                   reason=request.POST.get("reason", ""), now=timezone.now())
+    except NotFound:
+        raise Http404 from None
+    except DomainError as exc:
+        return _refused(request, project, exc)
+    messages.success(request, _("Version v%(n)s is published.") % {"n": version.number})
+    return redirect("rubric_draft", project.pk)

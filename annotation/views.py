@@ -1,0 +1,426 @@
+"""Pages: the expert's loop (home, next task, annotate, draft, submit) and the PM's project page.
+
+Every view parses input, calls one selector or service, and renders. An htmx request
+gets only the fragment it swaps (`"annotation/annotate.html#workspace"`), any other
+request the whole page, so each page also works without JavaScript.
+"""
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ObjectDoesNotExist
+from django.db.models import Count, Q, QuerySet, Sum
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from annotation.assignment.services import assignment_claim_next
+from annotation.errors import DomainError, NotFound
+from annotation.models import Assignment, Draft, Project, Question, Response, Task
+from annotation.selectors import (
+    assignment_get_for_expert,
+    project_get_for_user,
+    project_list_for_user,
+    rubric_items_for_task,
+    rubric_version_current,
+)
+from annotation.submission.services import draft_save, labels_submit
+from experts.models import User
+from rubrics.models import Category, RubricItem
+
+ANNOTATE = "annotation/annotate.html"
+HOME = "annotation/home.html"
+PROJECT = "annotation/project.html"
+# A re-rendered form after a refused request: htmx swaps 422 responses (see base.html).
+UNPROCESSABLE = 422
+MINUS = "\u2212"
+
+
+# --- Domain errors in the user's language -------------------------------------------
+# Services raise DomainError with an English message and a stable code; pages show the
+# message in the user's language where the code is known, and the service's text otherwise.
+
+def domain_message(exc: DomainError) -> str:
+    if exc.code == "invalid_labels":
+        missing = sum(1 for e in exc.errors if str(e.get("message", "")).startswith("missing"))
+        if missing:
+            return ngettext(
+                "%(count)d item has no mark yet; nothing was submitted.",
+                "%(count)d items have no mark yet; nothing was submitted.",
+                missing,
+            ) % {"count": missing}
+        return _("Some marks are invalid; nothing was submitted.")
+    known = {
+        "not_found": _("Not found, or not yours."),
+        "not_member": _("You are not an annotator in this project."),
+        "no_profile": _("Your account has no expert profile yet; ask an administrator."),
+        "paused": _("Your expert account is paused; contact the project manager."),
+        "lease_limit": _("You already hold as many tasks as you may; finish the one you have first."),
+        "lease_lost": _("Your lease expired and the task went to another expert. Your marks stay "
+                        "on this page but can no longer be submitted."),
+        "already_submitted": _("This task is already submitted; a submission is final."),
+        "invalid_notes": _("A note is too long (at most 2000 characters); nothing was saved."),
+        "too_large": _("The file is over the import size limit; split it into smaller files."),
+        "calibration_required": _("Before real tasks, pass the calibration on this project's current rubric."),
+    }
+    return known.get(exc.code, exc.message)
+
+
+def _render(request: HttpRequest, template: str, fragment: str, context: dict[str, Any],
+            status: int = 200) -> HttpResponse:
+    name = f"{template}#{fragment}" if request.htmx else template
+    return render(request, name, context, status=status)
+
+
+# --- Home ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ExpertProjectRow:
+    project: Project
+    submitted: int
+    in_progress: int
+
+
+@dataclass(frozen=True)
+class ManagedProjectRow:
+    project: Project
+    tasks: int
+    open: int
+    full: int
+    complete: int
+    submissions: int
+
+    @property
+    def percent_complete(self) -> int:
+        return round(100 * self.complete / self.tasks) if self.tasks else 0
+
+
+def _expert_rows(user: User, projects: QuerySet[Project], now: datetime) -> list[ExpertProjectRow]:
+    counts = {
+        row["task__project_id"]: row
+        for row in Assignment.objects.filter(expert=user, task__project__in=projects)
+        .values("task__project_id")
+        .annotate(
+            submitted=Count("pk", filter=Q(status=Assignment.Status.SUBMITTED)),
+            in_progress=Count("pk", filter=Q(status=Assignment.Status.LEASED, expires_at__gt=now)),
+        )
+    }
+    return [
+        ExpertProjectRow(project=p, submitted=counts.get(p.pk, {}).get("submitted", 0),
+                         in_progress=counts.get(p.pk, {}).get("in_progress", 0))
+        for p in projects
+    ]
+
+
+def _task_counts(projects: QuerySet[Project] | list[Project]) -> dict[int, dict[str, int]]:
+    return {
+        row["project_id"]: row
+        for row in Task.objects.filter(project__in=projects)
+        .values("project_id")
+        .annotate(
+            tasks=Count("pk"),
+            open=Count("pk", filter=Q(status=Task.Status.OPEN)),
+            full=Count("pk", filter=Q(status=Task.Status.FULL)),
+            complete=Count("pk", filter=Q(status=Task.Status.COMPLETE)),
+            submissions=Sum("submitted_count"),
+        )
+    }
+
+
+def _managed_row(project: Project, counts: dict[str, int] | None) -> ManagedProjectRow:
+    counts = counts or {}
+    return ManagedProjectRow(
+        project=project, tasks=counts.get("tasks", 0), open=counts.get("open", 0),
+        full=counts.get("full", 0), complete=counts.get("complete", 0),
+        submissions=counts.get("submissions") or 0,
+    )
+
+
+@login_required
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    """Experts see the projects they annotate in; PMs and admins the projects they manage."""
+    user = request.user
+    projects = project_list_for_user(user).order_by("name", "pk")
+    if user.is_expert:
+        context = {"expert_rows": _expert_rows(user, projects, timezone.now())}
+    else:
+        counts = _task_counts(projects)
+        context = {"managed_rows": [_managed_row(p, counts.get(p.pk)) for p in projects]}
+    return _render(request, HOME, "projects", context)
+
+
+# --- The expert's loop ---------------------------------------------------------------
+
+@login_required
+@require_POST
+def next_task(request: HttpRequest, project_id: int) -> HttpResponse:
+    """Lease the next task of the project and open it; back home with a message when none is left."""
+    try:
+        project = project_get_for_user(request.user, project_id)
+        assignment = assignment_claim_next(project=project, expert=request.user, now=timezone.now())
+    except DomainError as exc:
+        if exc.code == "calibration_required":
+            messages.info(request, domain_message(exc))
+            return _redirect(request, reverse("calibration", args=[project_id]))
+        messages.error(request, domain_message(exc))
+        return _redirect(request, reverse("home"))
+    if assignment is None:
+        messages.info(request, _("No task is waiting for you in “%(project)s” right now. Thank you!")
+                      % {"project": project.name})
+        return _redirect(request, reverse("home"))
+    return _redirect(request, reverse("annotate", args=[assignment.pk]))
+
+
+def _redirect(request: HttpRequest, url: str) -> HttpResponse:
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+@dataclass(frozen=True)
+class ItemRow:
+    """One rubric item as the annotation form shows it."""
+
+    key: str
+    position: int
+    dimension: str
+    category: str
+    score_text: str
+    tone: str  # "positive", "negative", "zero" or "gate"
+    content: str
+    value: int | None
+    note: str
+    missing: bool
+
+
+def _score_text(score: int | None) -> tuple[str, str]:
+    if score is None:
+        return "", "gate"
+    if score > 0:
+        return f"+{score}", "positive"
+    if score < 0:
+        return f"{MINUS}{abs(score)}", "negative"
+    return "0", "zero"
+
+
+def _item_rows(items: list[RubricItem], labels: dict[str, Any], notes: dict[str, str],
+               missing: set[str]) -> list[ItemRow]:
+    rows = []
+    for item in items:
+        score_text, tone = _score_text(item.score)
+        value = labels.get(item.item_key)
+        rows.append(ItemRow(
+            key=item.item_key, position=item.position, dimension=item.dimension.display_name,
+            # A gate item's category is "gate" too; its badge already says so.
+            category="" if tone == "gate" else Category(item.dimension.category).label,
+            score_text=score_text, tone=tone,
+            content=item.content, value=value if value in (0, 1) else None,
+            note=notes.get(item.item_key, ""), missing=item.item_key in missing,
+        ))
+    return rows
+
+
+def _draft_of(assignment: Assignment) -> Draft | None:
+    try:
+        return assignment.draft
+    except ObjectDoesNotExist:
+        return None
+
+
+def _posted_marks(request: HttpRequest) -> tuple[dict[str, Any], dict[str, str]]:
+    """Labels and notes from the form: `label-<item key>` = 0|1, `note-<item key>` = text.
+
+    A value other than "0" or "1" is passed on as is, so the service names it in its error.
+    """
+    labels: dict[str, Any] = {}
+    notes: dict[str, str] = {}
+    for name, value in request.POST.items():
+        if name.startswith("label-"):
+            labels[name.removeprefix("label-")] = {"0": 0, "1": 1}.get(value, value)
+        elif name.startswith("note-"):
+            notes[name.removeprefix("note-")] = value
+    return labels, notes
+
+
+def _annotate_context(assignment: Assignment, *, labels: dict[str, Any] | None = None,
+                      notes: dict[str, str] | None = None, error: DomainError | None = None,
+                      now: datetime) -> dict[str, Any]:
+    task = assignment.task
+    question: Question = task.response.question
+    draft = _draft_of(assignment) if assignment.status != Assignment.Status.SUBMITTED else None
+    if labels is None:
+        labels = dict(draft.labels) if draft else {}
+        notes = dict(draft.notes) if draft else {}
+    missing = {
+        e["field"].removeprefix("labels.") for e in (error.errors if error else [])
+        if str(e.get("field", "")).startswith("labels.")
+    }
+    items = _item_rows(rubric_items_for_task(task), labels, notes or {}, missing)
+    if assignment.status == Assignment.Status.SUBMITTED:
+        state = "submitted"
+    elif assignment.status == Assignment.Status.EXPIRED or assignment.expires_at <= now:
+        state = "expired"
+    else:
+        state = "leased"
+    return {
+        "assignment": assignment,
+        "project": task.project,
+        "question": question,
+        "difficulty": question.get_difficulty_display(),
+        "turns": question.dialogue,
+        "final_user_turn": question.final_user_turn,
+        "reply": task.response.text,
+        "items": items,
+        "done": sum(1 for row in items if row.value is not None),
+        "total": len(items),
+        "state": state,
+        "draft_saved_at": draft.updated_at if draft else None,
+        "save_state": "saved" if draft else "idle",
+        "error": domain_message(error) if error else "",
+        "submitted_count": (Assignment.objects.filter(expert=assignment.expert, task__project=task.project,
+                                                      status=Assignment.Status.SUBMITTED).count()
+                            if state == "submitted" else 0),
+        "strings": _annotate_strings(),
+    }
+
+
+def _annotate_strings() -> dict[str, str]:
+    """Texts the page script shows, in the user's language (placeholders in %(name)s form)."""
+    return {
+        "saving": _("Saving…"),
+        "saved": _("Saved"),
+        "unsaved": _("Not saved: kept in this browser, retrying"),
+        "offline": _("Offline: kept in this browser, will save when back"),
+        "restored": _("Restored unsaved marks from this browser."),
+        "unlabelled": _("Items still without a mark: %(count)s. Jumped to item %(position)s."),
+        "ready": _("All items marked. Press Enter to submit."),
+        "submitting": _("Submitting…"),
+    }
+
+
+@login_required
+@require_GET
+def annotate(request: HttpRequest, assignment_id: int) -> HttpResponse:
+    """The annotation page of the expert's own assignment: dialogue, reply, rubric items."""
+    try:
+        assignment = assignment_get_for_expert(request.user, assignment_id)
+    except NotFound:
+        raise Http404 from None
+    context = _annotate_context(assignment, now=timezone.now())
+    return _render(request, ANNOTATE, "workspace", context)
+
+
+@login_required
+@require_POST
+def draft_save_view(request: HttpRequest, assignment_id: int) -> HttpResponse:
+    """Autosave the marks so far; answers htmx with the save-status fragment."""
+    labels, notes = _posted_marks(request)
+    now = timezone.now()
+    try:
+        draft = draft_save(expert=request.user, assignment_id=assignment_id, labels=labels, notes=notes, now=now)
+    except NotFound:
+        raise Http404 from None
+    except DomainError as exc:
+        if not request.htmx:
+            messages.error(request, domain_message(exc))
+            return redirect("annotate", assignment_id)
+        return render(request, f"{ANNOTATE}#save_status",
+                      {"save_state": "error", "save_error": domain_message(exc)}, status=UNPROCESSABLE)
+    if not request.htmx:
+        messages.success(request, _("Draft saved."))
+        return redirect("annotate", assignment_id)
+    return render(request, f"{ANNOTATE}#save_status", {"save_state": "saved", "draft_saved_at": draft.updated_at})
+
+
+@login_required
+@require_POST
+def submit_view(request: HttpRequest, assignment_id: int) -> HttpResponse:
+    """Submit every mark at once; a refusal re-renders the form with every mark kept."""
+    labels, notes = _posted_marks(request)
+    now = timezone.now()
+    try:
+        labels_submit(expert=request.user, assignment_id=assignment_id, labels=labels, notes=notes, now=now)
+    except NotFound:
+        raise Http404 from None
+    except DomainError as exc:
+        assignment = assignment_get_for_expert(request.user, assignment_id)
+        context = _annotate_context(assignment, labels=labels, notes=notes, error=exc, now=now)
+        return _render(request, ANNOTATE, "workspace", context, status=UNPROCESSABLE)
+    if not request.htmx:
+        messages.success(request, _("Submitted. Thank you!"))
+        return redirect("annotate", assignment_id)
+    assignment = assignment_get_for_expert(request.user, assignment_id)
+    context = _annotate_context(assignment, now=now)
+    context["just_submitted"] = True
+    return render(request, f"{ANNOTATE}#workspace", context)
+
+
+# --- The PM's project page -----------------------------------------------------------
+
+IMPORT_KINDS = ("questions", "responses")
+
+
+def _project_context(project: Project) -> dict[str, Any]:
+    version = rubric_version_current(project)
+    return {
+        "project": project,
+        "row": _managed_row(project, _task_counts([project]).get(project.pk)),
+        "questions": Question.objects.filter(project=project).count(),
+        "responses": Response.objects.filter(project=project).count(),
+        "version": version,
+    }
+
+
+@login_required
+@require_GET
+def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
+    """A managed project: progress, imports and export links (its PM and admins only)."""
+    try:
+        project = project_get_for_user(request.user, project_id, manage=True)
+    except NotFound:
+        raise Http404 from None
+    return _render(request, PROJECT, "main", _project_context(project))
+
+
+@login_required
+@require_POST
+def project_import(request: HttpRequest, project_id: int, kind: str) -> HttpResponse:
+    """Import a questions or responses JSONL into the project, all or nothing."""
+    from annotation.exchange.jsonl import import_size_check
+    from annotation.exchange.questions import questions_import
+    from annotation.exchange.responses import responses_import
+
+    try:
+        project = project_get_for_user(request.user, project_id, manage=True)
+    except NotFound:
+        raise Http404 from None
+    if kind not in IMPORT_KINDS:
+        raise Http404
+    upload = request.FILES.get("file")
+    outcome: dict[str, Any] = {"kind": kind}
+    status = 200
+    if upload is None:
+        outcome["error"] = _("Choose a JSONL file to import.")
+        status = UNPROCESSABLE
+    else:
+        try:
+            import_size_check(size=upload.size)
+            data = upload.read()
+            if kind == "questions":
+                result = questions_import(project=project, data=data, now=timezone.now())
+            else:
+                model = request.POST.get("model", "").strip() or None
+                result = responses_import(project=project, data=data, model=model, now=timezone.now())
+            outcome["result"] = result
+        except DomainError as exc:
+            outcome["error"] = domain_message(exc)
+            outcome["errors"] = exc.errors
+            status = UNPROCESSABLE
+    context = {**_project_context(project), "outcome": outcome}
+    return _render(request, PROJECT, "main", context, status=status)

@@ -1,0 +1,69 @@
+"""Notifications: sending them, showing them in the reader's language, marking them read.
+
+A notification stores its `kind` and `params`; pages render the text for the reader's
+language from the templates below, and `message` keeps the English text for the admin
+and the API. Higher apps call `notification_send`; nothing here knows about projects.
+"""
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.db.models import QuerySet
+from django.utils import translation
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
+from experts.models import Notification, Tier, User
+
+TEMPLATES = {
+    "rubric_published": _("Rubric version %(version)s of “%(project)s” is published (%(reason)s). "
+                          "Please calibrate again before your next task."),
+    "expert_paused": _("%(expert)s was paused automatically in “%(project)s”: accuracy %(accuracy)s%% on the "
+                       "last %(window)s control tasks is below %(threshold)s%%."),
+    "account_paused": _("Your expert account was paused after a quality check in “%(project)s”. "
+                        "Your project manager has been told and will get in touch."),
+    "tier_changed": _("Your tier changed from %(from_tier)s to %(to_tier)s: %(reason)s"),
+}
+# Params that hold a tier code, shown as the tier's name in the reader's language.
+TIER_PARAMS = ("from_tier", "to_tier")
+
+
+def _render(kind: str, params: dict) -> str:
+    values = dict(params)
+    for key in TIER_PARAMS:
+        if key in values and values[key] in Tier.values:
+            values[key] = Tier(values[key]).label
+    return gettext(TEMPLATES[kind]) % values
+
+
+def notification_text(notification: Notification) -> str:
+    """The notification in the active language; the stored English text for kinds without a template."""
+    if notification.kind in TEMPLATES:
+        try:
+            return _render(notification.kind, notification.params)
+        except (KeyError, TypeError, ValueError):
+            pass
+    return notification.message
+
+
+def notification_send(*, users: Iterable[User], kind: str, params: dict, now: datetime,
+                      link: str = "") -> int:
+    """Write one notification of `kind` to each of `users`; returns how many were written."""
+    with translation.override("en"):
+        message = _render(kind, params)
+    rows = [Notification(user=user, kind=kind, message=message, params=params, link=link, created_at=now)
+            for user in users]
+    Notification.objects.bulk_create(rows)
+    return len(rows)
+
+
+def notification_list_for_user(user: User) -> QuerySet[Notification]:
+    return Notification.objects.filter(user=user)
+
+
+def notification_unread_count(user: User) -> int:
+    return Notification.objects.filter(user=user, read_at__isnull=True).count()
+
+
+def notifications_mark_read(*, user: User, now: datetime) -> int:
+    """Mark every unread notification of `user` read; returns how many changed."""
+    return Notification.objects.filter(user=user, read_at__isnull=True).update(read_at=now)

@@ -1,0 +1,233 @@
+"""Settlement, payouts and rejections: every payments write that is not a single ledger posting.
+
+Settlement closes one period of one project into one statement per expert with entries
+in it, and one payout batch. It locks the project's payment settings and then the
+period (see `payments.lock_objects`), so a second run, or a second worker at the same
+moment, finds the period closed and returns what the first one wrote; unique
+constraints on (period, expert) and on the batch's period back this up. Periods of a
+project close in order.
+
+Closing is due when a period's end has passed (the beat job); an admin may also close
+the current period early ("close now"), which ends it at that instant; the rest of its
+grid slot becomes the next period.
+"""
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import Count, Sum
+
+from annotation import permissions as annotation_permissions
+from annotation.errors import Conflict, DomainError, NotFound
+from annotation.models import Assignment, Project
+from experts.models import User
+from payments import permissions
+from payments.ledger import ledger_post_reversal, reversal_key
+from payments.lock_objects import payment_settings_lock, payout_batch_lock, period_lock
+from payments.models import Currency, LedgerEntry, PaymentSettings, PayoutBatch, Period, Statement
+
+logger = logging.getLogger(__name__)
+
+ZERO = Decimal("0.00")
+MAX_REFERENCE_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Settlement:
+    period: Period
+    statements: list[Statement]
+    batch: PayoutBatch
+    created: bool  # False when the period had been closed already
+
+
+def _settlement_of(period: Period) -> Settlement:
+    return Settlement(period=period, statements=list(period.statements.order_by("expert_id")),
+                      batch=PayoutBatch.objects.get(period=period), created=False)
+
+
+def _statement_for(*, period: Period, expert_id: int, total: Decimal, count: int, currency: str,
+                   now: datetime) -> Statement:
+    previous = (Statement.objects.filter(project_id=period.project_id, expert_id=expert_id)
+                .order_by("-period__starts_at", "-pk").first())
+    carried_in = previous.carried_out if previous else ZERO
+    balance = total + carried_in
+    return Statement(
+        period=period, project_id=period.project_id, expert_id=expert_id, currency=currency, total=total,
+        entry_count=count, previous=previous, carried_in=carried_in, payable=max(balance, ZERO),
+        carried_out=min(balance, ZERO), created_at=now,
+    )
+
+
+def statement_settle_period(*, period_id: int, now: datetime, actor: User | None = None,
+                            close_early: bool = False) -> Settlement:
+    """Close period `period_id`: one statement per expert with entries in it, and a payout batch.
+
+    Settling a closed period returns its statements and batch unchanged (created=False).
+    Refused while an earlier period of the project is open, and before the period's end
+    unless `close_early`, which ends the period at `now`.
+    """
+    project_id = Period.objects.filter(pk=period_id).values_list("project_id", flat=True).first()
+    if project_id is None:
+        raise NotFound("No such period.")
+    with transaction.atomic():
+        payment_settings = payment_settings_lock(project_id)
+        period = period_lock(period_id)
+        if period.status == Period.Status.CLOSED:
+            return _settlement_of(period)
+        if Period.objects.filter(project_id=project_id, status=Period.Status.OPEN,
+                                 starts_at__lt=period.starts_at).exists():
+            raise Conflict("An earlier period of this project is still open; close it first.",
+                           code="earlier_period_open")
+        if now < period.ends_at:
+            if not close_early:
+                raise Conflict("This period has not ended yet.", code="period_not_due")
+            if now <= period.starts_at:
+                raise Conflict("This period has not started yet.", code="period_not_started")
+            period.ends_at = now
+        currencies = set(period.entries.values_list("currency", flat=True).distinct())
+        if currencies - {payment_settings.currency}:
+            raise Conflict("Entries of this period are in another currency than the project's.",
+                           code="currency_mismatch")
+        rows = (period.entries.values("expert_id").annotate(total=Sum("amount"), count=Count("pk"))
+                .order_by("expert_id"))
+        statements = Statement.objects.bulk_create(
+            _statement_for(period=period, expert_id=row["expert_id"], total=row["total"], count=row["count"],
+                           currency=payment_settings.currency, now=now)
+            for row in rows
+        )
+        batch = PayoutBatch.objects.create(
+            period=period, project_id=project_id, currency=payment_settings.currency,
+            total=sum((s.payable for s in statements), ZERO), statement_count=len(statements), created_at=now,
+        )
+        period.status = Period.Status.CLOSED
+        period.closed_at = now
+        period.closed_by = actor
+        period.save(update_fields=["ends_at", "status", "closed_at", "closed_by"])
+    logger.info("period settled", extra={"period_id": period.pk, "statements": len(statements),
+                                         "total": str(batch.total)})
+    return Settlement(period=period, statements=statements, batch=batch, created=True)
+
+
+def periods_settle_due(*, now: datetime) -> list[Settlement]:
+    """Settle every open period whose end has passed, oldest first per project (the beat job)."""
+    due = (Period.objects.filter(status=Period.Status.OPEN, ends_at__lte=now)
+           .order_by("project_id", "starts_at").values_list("pk", flat=True))
+    settled = []
+    for period_id in list(due):
+        try:
+            settled.append(statement_settle_period(period_id=period_id, now=now))
+        except DomainError as exc:
+            # One project's problem must not hold up every other project's pay.
+            logger.error("period not settled", extra={"period_id": period_id, "code": exc.code})
+    return settled
+
+
+def period_close_now(*, actor: User, project_id, now: datetime) -> list[Settlement]:
+    """An admin closes the project's open periods now, oldest first; the current one ends at `now`."""
+    project = _project_for_settler(actor, project_id)
+    open_ids = list(Period.objects.filter(project=project, status=Period.Status.OPEN, starts_at__lt=now)
+                    .order_by("starts_at").values_list("pk", flat=True))
+    if not open_ids:
+        raise Conflict("No period of this project is open.", code="no_open_period")
+    return [statement_settle_period(period_id=pk, now=now, actor=actor, close_early=True) for pk in open_ids]
+
+
+def _project_for_settler(actor: User, project_id) -> Project:
+    if not permissions.can_settle(actor):
+        raise NotFound("No such project.")
+    try:
+        return Project.objects.get(pk=int(project_id))
+    except (Project.DoesNotExist, TypeError, ValueError):
+        raise NotFound("No such project.") from None
+
+
+def _batch_for_settler(actor: User, batch_id) -> PayoutBatch:
+    if not permissions.can_settle(actor):
+        raise NotFound("No such payout batch.")
+    try:
+        return payout_batch_lock(int(batch_id))
+    except (PayoutBatch.DoesNotExist, TypeError, ValueError):
+        raise NotFound("No such payout batch.") from None
+
+
+def payout_batch_approve(*, actor: User, batch_id, now: datetime) -> PayoutBatch:
+    """An admin approves a drafted payout batch for payment."""
+    with transaction.atomic():
+        batch = _batch_for_settler(actor, batch_id)
+        if batch.status != PayoutBatch.Status.DRAFT:
+            raise Conflict("This payout batch is already approved.", code="batch_not_draft")
+        batch.status = PayoutBatch.Status.APPROVED
+        batch.approved_at = now
+        batch.approved_by = actor
+        batch.save(update_fields=["status", "approved_at", "approved_by"])
+    logger.info("payout batch approved", extra={"batch_id": batch.pk})
+    return batch
+
+
+def payout_batch_mark_paid(*, actor: User, batch_id, now: datetime, reference: str = "") -> PayoutBatch:
+    """An admin records that an approved batch was paid (finance's transfer reference optional)."""
+    with transaction.atomic():
+        batch = _batch_for_settler(actor, batch_id)
+        if batch.status == PayoutBatch.Status.PAID:
+            raise Conflict("This payout batch is already marked paid.", code="batch_paid")
+        if batch.status != PayoutBatch.Status.APPROVED:
+            raise Conflict("Approve the payout batch before marking it paid.", code="batch_not_approved")
+        batch.status = PayoutBatch.Status.PAID
+        batch.paid_at = now
+        batch.paid_by = actor
+        batch.payment_reference = (reference or "").strip()[:MAX_REFERENCE_CHARS]
+        batch.save(update_fields=["status", "paid_at", "paid_by", "payment_reference"])
+    logger.info("payout batch paid", extra={"batch_id": batch.pk})
+    return batch
+
+
+def submission_reject(*, actor: User, assignment_id, reason: str, now: datetime) -> LedgerEntry:
+    """A PM rejects a paid submission (spam, copy-paste): a reversal entry with the reason.
+
+    The earning is never edited; the reversal lands in the period open at `now`, so a
+    rejection after settlement is deducted from the expert's next statement.
+    """
+    try:
+        assignment = Assignment.objects.select_related("task__project").get(pk=int(assignment_id))
+    except (Assignment.DoesNotExist, TypeError, ValueError):
+        raise NotFound("No such submission.") from None
+    if not annotation_permissions.can_manage(actor, assignment.task.project):
+        raise NotFound("No such submission.")
+    if assignment.status != Assignment.Status.SUBMITTED or assignment.kind != Assignment.Kind.WORK:
+        raise Conflict("Only submitted, paid work can be rejected.", code="not_payable")
+    reason = (reason or "").strip()
+    if not reason:
+        raise DomainError("Give the reason for the rejection; the expert sees it on their statement.",
+                          code="reason_required", errors=[{"field": "reason", "message": "required"}])
+    if LedgerEntry.objects.filter(idempotency_key=reversal_key(assignment.pk)).exists():
+        raise Conflict("This submission is already rejected.", code="already_rejected")
+    return ledger_post_reversal(assignment_id=assignment.pk, reason=reason, actor=actor, now=now)
+
+
+def payment_settings_update(*, actor: User, project_id, currency: str, period_length: str,
+                            period_anchor) -> PaymentSettings:
+    """An admin sets a project's currency and period length; the currency is fixed once money moved."""
+    project = _project_for_settler(actor, project_id)
+    if currency not in Currency.values:
+        raise DomainError("Unknown currency.", code="invalid_currency",
+                          errors=[{"field": "currency", "message": "unknown"}])
+    if period_length not in PaymentSettings.PeriodLength.values:
+        raise DomainError("Unknown period length.", code="invalid_period_length",
+                          errors=[{"field": "period_length", "message": "expected weekly or biweekly"}])
+    with transaction.atomic():
+        payment_settings = payment_settings_lock(project.pk)
+        if currency != payment_settings.currency and currency_is_fixed(project.pk):
+            raise Conflict("The currency cannot change once prices or ledger entries exist.",
+                           code="currency_fixed")
+        payment_settings.currency = currency
+        payment_settings.period_length = period_length
+        payment_settings.period_anchor = period_anchor
+        payment_settings.save()
+    return payment_settings
+
+
+def currency_is_fixed(project_id: int) -> bool:
+    return (LedgerEntry.objects.filter(project_id=project_id).exists()
+            or Project.objects.filter(pk=project_id, price_rules__isnull=False).exists())

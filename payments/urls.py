@@ -1,0 +1,17 @@
+"""Pages of the payments app, mounted at /payments/ (URL names are flat, like the other apps')."""
+from django.urls import path
+
+from payments import views
+
+urlpatterns = [
+    path("", views.earnings, name="earnings"),
+    path("statements/<int:statement_id>/", views.statement_detail, name="statement_detail"),
+    path("costs/", views.costs, name="costs"),
+    path("costs/<int:project_id>/", views.project_costs, name="project_costs"),
+    path("costs/<int:project_id>/close/", views.period_close, name="period_close"),
+    path("costs/<int:project_id>/assignments/<int:assignment_id>/reject/", views.submission_reject,
+         name="submission_reject"),
+    path("batches/<int:batch_id>/approve/", views.batch_approve, name="batch_approve"),
+    path("batches/<int:batch_id>/paid/", views.batch_mark_paid, name="batch_mark_paid"),
+    path("batches/<int:batch_id>/payouts.csv", views.batch_csv, name="batch_csv"),
+]

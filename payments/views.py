@@ -1,0 +1,202 @@
+"""Pages of the payments app, mounted at /payments/.
+
+Experts: earnings of the open period (polled, so the count moves as they work), the
+price of their work at their tier, and past statements whose lines name the task,
+question, rubric version and difficulty, never the model. PMs and admins: cost per
+project, per period and per consensus label, and rejecting a submission. Admins:
+closing a period now, approving a payout batch, marking it paid, the payouts CSV.
+
+Each view parses input, calls one selector or service, and renders; an htmx request
+gets only the fragment it swaps.
+"""
+import csv
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+
+from annotation.errors import DomainError, NotFound
+from payments import permissions, selectors, services
+from payments.messages import domain_message
+from payments.models import PayoutBatch
+
+EARNINGS = "payments/earnings.html"
+STATEMENT = "payments/statement.html"
+COSTS = "payments/costs.html"
+PROJECT_COSTS = "payments/project_costs.html"
+UNPROCESSABLE = 422
+# A spreadsheet runs a cell that starts with one of these as a formula.
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _fragment(request: HttpRequest, template: str, fragment: str) -> str:
+    return f"{template}#{fragment}" if request.htmx else template
+
+
+# --- The expert's side ----------------------------------------------------------------
+
+@login_required
+@require_GET
+def earnings(request: HttpRequest) -> HttpResponse:
+    """The expert's earnings; PMs and admins are taken to the cost pages."""
+    if not permissions.has_earnings(request.user):
+        return redirect("costs")
+    context: dict[str, Any] = {"pending": selectors.earnings_pending_for_expert(request.user)}
+    if not request.htmx:
+        context |= {
+            "lines": selectors.lines_pending_for_expert(request.user),
+            "prices": selectors.prices_for_expert(request.user, now=timezone.now()),
+            "statements": selectors.statement_list_for_expert(request.user),
+        }
+    return render(request, _fragment(request, EARNINGS, "live"), context)
+
+
+@login_required
+@require_GET
+def statement_detail(request: HttpRequest, statement_id: int) -> HttpResponse:
+    try:
+        statement = selectors.statement_get_for_expert(request.user, statement_id)
+    except NotFound:
+        raise Http404(_("Not found, or not yours.")) from None
+    return render(request, STATEMENT, {"statement": statement, "lines": selectors.statement_lines(statement)})
+
+
+# --- The PM's and admin's side --------------------------------------------------------
+
+@login_required
+@require_GET
+def costs(request: HttpRequest) -> HttpResponse:
+    if not (request.user.is_pm or request.user.is_platform_admin):
+        raise Http404(_("Not found, or not yours."))
+    return render(request, COSTS, {"rows": selectors.project_costs_for_user(request.user)})
+
+
+def _project_context(request: HttpRequest, project_id: int) -> dict[str, Any]:
+    project = selectors.project_get_for_costs(request.user, project_id)
+    return {
+        "project": project,
+        "cost": selectors.project_cost(project),
+        "submissions": selectors.submissions_for_review(project),
+        "settings": selectors.payment_settings_for(project),
+        "can_settle": permissions.can_settle(request.user),
+    }
+
+
+@login_required
+@require_GET
+def project_costs(request: HttpRequest, project_id: int) -> HttpResponse:
+    try:
+        context = _project_context(request, project_id)
+    except NotFound:
+        raise Http404(_("Not found, or not yours.")) from None
+    return render(request, _fragment(request, PROJECT_COSTS, "main"), context)
+
+
+def _after_action(request: HttpRequest, project_id: int, *, done: str | None = None,
+                  error: DomainError | None = None) -> HttpResponse:
+    """The project cost page after a POST: the fragment for htmx, else a redirect with a message."""
+    if request.htmx:
+        try:
+            context = _project_context(request, project_id)
+        except NotFound:
+            raise Http404(_("Not found, or not yours.")) from None
+        context |= {"notice": done, "error": domain_message(error) if error else None}
+        return render(request, f"{PROJECT_COSTS}#main", context, status=UNPROCESSABLE if error else 200)
+    if error:
+        messages.error(request, domain_message(error))
+    else:
+        messages.success(request, done)
+    return redirect(reverse("project_costs", args=[project_id]))
+
+
+def _not_found_to_404(exc: DomainError) -> None:
+    if isinstance(exc, NotFound):
+        raise Http404(_("Not found, or not yours.")) from None
+
+
+@login_required
+@require_POST
+def period_close(request: HttpRequest, project_id: int) -> HttpResponse:
+    """An admin closes the project's open period now: statements and a payout batch to approve."""
+    try:
+        settled = services.period_close_now(actor=request.user, project_id=project_id, now=timezone.now())
+    except DomainError as exc:
+        _not_found_to_404(exc)
+        return _after_action(request, project_id, error=exc)
+    count = sum(len(s.statements) for s in settled)
+    return _after_action(request, project_id, done=_("Period closed: %(count)d statements written.")
+                         % {"count": count})
+
+
+@login_required
+@require_POST
+def submission_reject(request: HttpRequest, project_id: int, assignment_id: int) -> HttpResponse:
+    """A PM rejects a submission: a reversal with the reason, deducted from the expert's pay."""
+    try:
+        entry = services.submission_reject(actor=request.user, assignment_id=assignment_id,
+                                           reason=request.POST.get("reason", ""), now=timezone.now())
+    except DomainError as exc:
+        _not_found_to_404(exc)
+        return _after_action(request, project_id, error=exc)
+    return _after_action(request, entry.project_id, done=_("Submission rejected; %(amount)s %(currency)s reversed.")
+                         % {"amount": -entry.amount, "currency": entry.currency})
+
+
+def _batch_action(request: HttpRequest, batch_id: int, action: Callable[..., PayoutBatch], done: str) -> HttpResponse:
+    try:
+        batch = selectors.payout_batch_get_for_settler(request.user, batch_id)
+    except NotFound:
+        raise Http404(_("Not found, or not yours.")) from None
+    try:
+        action(actor=request.user, batch_id=batch.pk)
+    except DomainError as exc:
+        return _after_action(request, batch.project_id, error=exc)
+    return _after_action(request, batch.project_id, done=done)
+
+
+@login_required
+@require_POST
+def batch_approve(request: HttpRequest, batch_id: int) -> HttpResponse:
+    return _batch_action(
+        request, batch_id,
+        lambda **kw: services.payout_batch_approve(now=timezone.now(), **kw),
+        _("Payout batch approved."))
+
+
+@login_required
+@require_POST
+def batch_mark_paid(request: HttpRequest, batch_id: int) -> HttpResponse:
+    reference = request.POST.get("reference", "")
+    return _batch_action(
+        request, batch_id,
+        lambda **kw: services.payout_batch_mark_paid(now=timezone.now(), reference=reference, **kw),
+        _("Payout batch marked paid."))
+
+
+def _cell(value: str) -> str:
+    return f"'{value}" if value.startswith(FORMULA_PREFIXES) else value
+
+
+@login_required
+@require_GET
+def batch_csv(request: HttpRequest, batch_id: int) -> HttpResponse:
+    """The payouts of one batch as CSV, one row per expert with something to pay (finance)."""
+    try:
+        batch = selectors.payout_batch_get_for_settler(request.user, batch_id)
+    except NotFound:
+        raise Http404(_("Not found, or not yours.")) from None
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="payouts-batch-{batch.pk}.csv"'
+    # A byte-order mark, so spreadsheet programs read the Chinese names as UTF-8.
+    response.write("\ufeff")
+    writer = csv.writer(response)
+    for row in selectors.payout_rows(batch):
+        writer.writerow([_cell(value) for value in row])
+    return response

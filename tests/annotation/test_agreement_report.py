@@ -1,0 +1,319 @@
+"""The agreement report, hand-checked on a small panel built with the real submission service."""
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from django.db.models import F
+
+from annotation.agreement import stats
+from annotation.agreement.report import golden_reference_matrix
+from annotation.agreement.scoring import score_model
+from annotation.agreement.services import (
+    agreement_report_compute,
+    agreement_report_process,
+    agreement_report_request,
+)
+from annotation.models import AgreementReport, Assignment, GoldenReference, JudgeLabel, JudgeRun, Task
+from annotation.selectors import rubric_items_for_task
+from annotation.submission.services import labels_submit
+from tests.factories import ExpertFactory, PMFactory, make_project_with_tasks
+
+pytestmark = pytest.mark.django_db
+
+T0 = datetime(2025, 3, 3, 1, 0, tzinfo=UTC)
+
+# Tasks in (question, model) order: q0/model-0, q0/model-1, q1/model-0, ... Each row holds
+# the three experts' labels on rubric positions 1..3, in slot order; q3/model-1 has only
+# two submissions, so its units are pending.
+PANEL = [
+    [[1, 0, 1], [1, 0, 0], [1, 0, 1]],
+    [[0, 0, 1], [0, 1, 1], [0, 0, 1]],
+    [[1, 1, 1], [1, 1, 0], [0, 1, 1]],
+    [[0, 0, 0], [0, 0, 0], [0, 0, 1]],
+    [[1, 1, 0], [1, 1, 0], [1, 1, 0]],
+    [[0, 1, 0], [1, 1, 0], [0, 1, 1]],
+    [[1, 0, 0], [1, 0, 0], [0, 0, 0]],
+    [[1, 1, 1], [0, 0, 0]],
+]
+JUDGE = [[1, 1, 1], [0, 0, 0], [1, 0, 1], [1, 0, 0], [1, 1, 1], [0, 1, 0], [1, 0, 1], [1, 1, 1]]
+# Worked by hand from the tables above (positions are also dimensions: one per position).
+MAJORITY = [[1, 0, 1], [0, 0, 1], [1, 1, 1], [0, 0, 0], [1, 1, 0], [0, 1, 0], [1, 0, 0]]
+UNANIMOUS_DISAGREEMENTS = [("q0", "model-0", 2), ("q0", "model-1", 3), ("q1", "model-0", 2),
+                           ("q1", "model-1", 1), ("q2", "model-0", 3), ("q3", "model-0", 3)]
+
+
+def submit(task: Task, expert, values: list[int], at: datetime) -> None:
+    """Lease slot n+1 of `task` to `expert` and submit `values` through the real service."""
+    Task.objects.filter(pk=task.pk).update(live_count=F("live_count") + 1)
+    task.refresh_from_db()
+    assignment = Assignment.objects.create(task=task, expert=expert, slot=task.live_count,
+                                           leased_at=at - timedelta(seconds=90), expires_at=at + timedelta(hours=1))
+    items = rubric_items_for_task(task)
+    labels_submit(expert=expert, assignment_id=assignment.pk,
+                  labels={item.item_key: v for item, v in zip(items, values)}, now=at)
+
+
+def ordered_tasks(project) -> list[Task]:
+    return list(Task.objects.filter(project=project).select_related("response__question")
+                .order_by("response__question__external_id", "response__model_name"))
+
+
+def build(panel: list[list[list[int]]], judge: list[list[int]] | None):
+    pm = PMFactory()
+    project = make_project_with_tasks(n_questions=4, items_per_question=3, models=2, pm=pm)
+    experts = [ExpertFactory() for _ in range(3)]
+    tasks = ordered_tasks(project)
+    for t, (task, rows) in enumerate(zip(tasks, panel)):
+        for slot, (expert, values) in enumerate(zip(experts, rows)):
+            submit(task, expert, values, T0 + timedelta(minutes=10 * t + slot))
+    run = None
+    if judge is not None:
+        run = JudgeRun.objects.create(project=project, rubric_version=tasks[0].rubric_version, name="judge-a",
+                                      source=JudgeRun.Source.IMPORTED, status=JudgeRun.Status.DONE)
+        JudgeLabel.objects.bulk_create(
+            JudgeLabel(run=run, task=task, rubric_item=item, value=v)
+            for task, values in zip(tasks, judge)
+            for item, v in zip(rubric_items_for_task(task), values)
+        )
+    return project, experts, tasks, run
+
+
+@pytest.fixture
+def panel():
+    return build(PANEL, JUDGE)
+
+
+def complete_arrays():
+    labels = np.array([row for task in PANEL[:7] for row in np.array(task).T], dtype=np.int64)
+    judge = np.array([v for task in JUDGE[:7] for v in task])
+    majority = np.array([v for task in MAJORITY for v in task])
+    questions = np.repeat(np.array([0, 0, 1, 1, 2, 2, 3]), 3)
+    return labels, judge, majority, questions
+
+
+def test_judge_agreement_and_kappa_overall(panel):
+    project, _, _, run = panel
+    labels, judge, majority, questions = complete_arrays()
+
+    payload = agreement_report_compute(project=project, now=T0 + timedelta(days=1)).payload
+
+    overall = payload["judge"]["overall"]
+    assert payload["judge_run"]["id"] == run.pk
+    assert overall["n"] == 21
+    assert overall["agreement"] == round(15 / 21, 4)
+    assert overall["kappa"] == round(stats.cohen_kappa(judge, majority), 4)
+    assert stats.majority(labels).majority.tolist() == majority.tolist()
+    boot = stats.bootstrap_agreement_kappa(judge, majority, questions, n_boot=1000, seed=0)
+    assert overall["agreement_ci"] == [round(boot.agreement_ci[0], 4), round(boot.agreement_ci[1], 4)]
+    assert overall["kappa_ci"] == [round(boot.kappa_ci[0], 4), round(boot.kappa_ci[1], 4)]
+    assert overall["questions"] == 4
+
+
+def test_agreement_splits_by_dimension_zone_and_model(panel):
+    project, _, tasks, _ = panel
+    items = rubric_items_for_task(tasks[0])
+
+    payload = agreement_report_compute(project=project, now=T0 + timedelta(days=1)).payload
+
+    by_dim = {row["key"]: row for row in payload["judge"]["by_dimension"]}
+    assert [by_dim[item.dimension.code]["agreement"] for item in items] == [round(6 / 7, 4), round(5 / 7, 4),
+                                                                           round(4 / 7, 4)]
+    third = by_dim[items[2].dimension.code]["zones"]
+    assert (third["unanimous"]["n"], third["unanimous"]["agreement"]) == (3, 0.0)
+    assert (third["split"]["n"], third["split"]["agreement"]) == (4, 1.0)
+    zones = {row["key"]: row for row in payload["judge"]["by_zone"]}
+    assert (zones["unanimous"]["n"], zones["unanimous"]["agreement"]) == (13, round(7 / 13, 4))
+    assert (zones["split"]["n"], zones["split"]["agreement"]) == (8, 1.0)
+    by_model = {row["key"]: row for row in payload["judge"]["by_model"]}
+    assert (by_model["model-0"]["n"], by_model["model-1"]["n"]) == (12, 9)
+    assert payload["panel"]["overall"]["unanimous"] == 13
+
+
+def test_pending_units_are_left_out(panel):
+    project, _, tasks, _ = panel
+
+    payload = agreement_report_compute(project=project, now=T0 + timedelta(days=1)).payload
+
+    assert payload["progress"]["units_pending"] == 3
+    assert payload["progress"]["units_complete"] == 21
+    assert payload["panel"]["overall"]["n"] == 21
+    assert all(row["task_id"] != tasks[7].pk for row in payload["judge"]["unanimous_disagreements"]["items"])
+    questions = {row["model"]: row["questions"] for row in payload["leaderboard"]["models"]}
+    assert questions == {"model-0": 4, "model-1": 3}
+
+
+def test_unanimous_disagreement_list(panel):
+    project, _, _, _ = panel
+
+    payload = agreement_report_compute(project=project, now=T0 + timedelta(days=1)).payload
+
+    listed = payload["judge"]["unanimous_disagreements"]
+    assert listed["count"] == 6
+    assert [(r["question_id"], r["model"], r["position"]) for r in listed["items"]] == UNANIMOUS_DISAGREEMENTS
+    first = listed["items"][0]
+    assert (first["item_key"], first["content"], first["panel"], first["judge"]) == ("q0:2", "criterion 2 of q0", 0, 1)
+
+
+def test_panel_statistics_match_the_stats_module(panel):
+    project, _, _, _ = panel
+    labels, _, _, _ = complete_arrays()
+
+    overall = agreement_report_compute(project=project, now=T0 + timedelta(days=1)).payload["panel"]["overall"]
+
+    assert overall["percent_agreement"] == round(stats.observed_agreement_multi(labels), 4)
+    assert overall["fleiss_kappa"] == round(stats.fleiss_kappa(stats.ratings_to_counts(labels, 2)), 4)
+    assert overall["krippendorff_alpha"] == round(stats.krippendorff_alpha_nominal(labels), 4)
+    assert overall["gwet_ac1"] == round(stats.gwet_ac1(labels, 2), 4)
+
+
+def test_per_expert_peer_agreement_and_alternative_annotator(panel):
+    project, experts, _, _ = panel
+    labels, judge, _, _ = complete_arrays()
+    loo = stats.leave_one_out_agreement(labels)
+    alt = stats.alternative_annotator_test(judge, labels)
+
+    payload = agreement_report_compute(project=project, now=T0 + timedelta(days=1)).payload
+
+    rows = {row["user_id"]: row for row in payload["experts"]}
+    alt_rows = {row["user_id"]: row for row in payload["judge"]["alternative_annotator"]["experts"]}
+    for column, expert in enumerate(experts):
+        assert rows[expert.pk]["peer"]["mean"] == round(float(np.nanmean(loo[:, column])), 4)
+        assert rows[expert.pk]["pseudonym"] == expert.expert_profile.pseudonym
+        assert rows[expert.pk]["tasks"] == (8 if column < 2 else 7)
+        assert rows[expert.pk]["median_seconds_per_item"] == 30.0
+        assert alt_rows[expert.pk]["judge_mean"] == round(float(alt.judge_mean[column]), 4)
+        assert alt_rows[expert.pk]["expert_mean"] == round(float(alt.expert_mean[column]), 4)
+        assert alt_rows[expert.pk]["win_rate"] == round(float(alt.win_rate[column]), 4)
+
+
+def test_leaderboard_uses_heartbench_scores_of_the_majority_and_the_judge(panel):
+    project, _, tasks, _ = panel
+    _, judge, majority, _ = complete_arrays()
+    model0 = np.array([0, 2, 4, 6])  # task rows of model-0 among the complete ones
+    rows = (model0[:, None] * 3 + np.arange(3)).ravel()
+    question = np.repeat(np.arange(4), 3)
+    dim = np.tile(np.arange(3), 4)
+    score = np.tile(np.array([1.0, 2.0, -3.0]), 4)
+
+    board = agreement_report_compute(project=project, now=T0 + timedelta(days=1)).payload["leaderboard"]
+
+    model = next(row for row in board["models"] if row["model"] == "model-0")
+    expected_human = score_model(question, dim, score, majority[rows], n_questions=4, n_dims=3).overall
+    expected_judge = score_model(question, dim, score, judge[rows], n_questions=4, n_dims=3).overall
+    assert model["human"]["score"] == round(expected_human, 2)
+    assert model["judge"]["score"] == round(expected_judge, 2)
+    assert {row["human"]["rank"] for row in board["models"]} <= {1, 2}
+    assert 0.0 <= model["human"]["keep_share"] <= 1.0
+
+
+def test_labels_per_day_and_counts(panel):
+    project, _, _, _ = panel
+
+    progress = agreement_report_compute(project=project, now=T0 + timedelta(days=1)).payload["progress"]
+
+    assert progress["labels_per_day"] == [{"date": "2025-03-03", "submissions": 23, "labels": 69}]
+    assert progress["tasks_complete"] == 7
+
+
+def test_a_project_without_a_judge_has_no_judge_section():
+    project, _, _, _ = build(PANEL, None)
+
+    report = agreement_report_compute(project=project, now=T0 + timedelta(days=1))
+
+    assert report.status == AgreementReport.Status.DONE
+    assert report.payload["judge"] is None and report.payload["judge_run"] is None
+    assert report.payload["leaderboard"]["models"][0]["human"]["score"] is not None
+    assert "judge" not in report.payload["leaderboard"]["models"][0]
+
+
+def test_an_empty_project_gives_an_empty_report():
+    project = make_project_with_tasks(n_questions=1, items_per_question=2)
+
+    report = agreement_report_compute(project=project, now=T0)
+
+    assert report.units == 0
+    assert report.payload["panel"]["overall"]["n"] == 0
+    assert report.payload["panel"]["overall"]["fleiss_kappa"] is None
+    assert report.payload["experts"] == []
+
+
+def test_golden_accuracy_is_empty_without_references_and_appears_with_them(panel):
+    project, experts, tasks, _ = panel
+    Task.objects.filter(pk=tasks[7].pk).update(is_golden=True)
+    items = rubric_items_for_task(tasks[7])
+
+    assert golden_reference_matrix(project).task_id.size == 0
+    before = agreement_report_compute(project=project, now=T0 + timedelta(days=1)).payload
+    assert all(row["golden"] is None for row in before["experts"])
+
+    GoldenReference.objects.bulk_create(GoldenReference(task=tasks[7], rubric_item=item, value=v, created_at=T0)
+                                        for item, v in zip(items, [1, 1, 0]))
+    after = agreement_report_compute(project=project, now=T0 + timedelta(days=1)).payload
+
+    assert golden_reference_matrix(project).value.tolist() == [1, 1, 0]
+    golden = {row["user_id"]: row["golden"] for row in after["experts"]}
+    assert golden[experts[0].pk]["mean"] == round(2 / 3, 4)
+    assert golden[experts[1].pk]["mean"] == round(1 / 3, 4)
+    assert golden[experts[2].pk] is None
+    assert after["progress"]["units_pending"] == 0
+
+
+def test_a_drop_below_the_experts_own_baseline_raises_a_drift_alert(settings):
+    settings.RUBRICA_DRIFT_WINDOW = 6
+    settings.RUBRICA_DRIFT_BASELINE = 6
+    settings.RUBRICA_DRIFT_MARGIN = 0.10
+    steady = [1, 0, 1]
+    flipped = [0, 1, 0]
+    panel = [[steady, steady, steady if t < 4 else flipped] for t in range(8)]
+    project, experts, _, _ = build(panel, None)
+
+    rows = {row["user_id"]: row for row in
+            agreement_report_compute(project=project, now=T0 + timedelta(days=1)).payload["experts"]}
+
+    drifting = rows[experts[2].pk]["peer"]
+    assert drifting["baseline"] == 1.0
+    assert drifting["alert_active"] is True
+    assert drifting["alerts"] == [{"from_item": 13, "to_item": 24, "from_date": "2025-03-03",
+                                   "to_date": "2025-03-03", "lowest": 0.0}]
+    assert rows[experts[0].pk]["peer"]["alerts"] == []
+
+
+def test_requests_within_the_debounce_window_make_one_computation(panel, django_capture_on_commit_callbacks):
+    project, _, _, _ = panel
+
+    with django_capture_on_commit_callbacks(execute=False) as scheduled:
+        first = agreement_report_request(project=project, now=T0, debounce_s=30)
+        second = agreement_report_request(project=project, now=T0 + timedelta(seconds=5), debounce_s=30)
+
+    assert first.pk == second.pk
+    assert len(scheduled) == 1
+    assert first.status == AgreementReport.Status.PENDING
+
+
+def test_a_pending_report_is_computed_once(panel):
+    project, _, _, run = panel
+    pending = agreement_report_request(project=project, now=T0, debounce_s=30)
+
+    done = agreement_report_process(report_id=pending.pk, now=T0 + timedelta(seconds=30))
+    again = agreement_report_process(report_id=pending.pk, now=T0 + timedelta(seconds=31))
+
+    assert done.pk == pending.pk and done.status == AgreementReport.Status.DONE
+    assert done.judge_run_id == run.pk and done.units == 24 and done.duration_ms is not None
+    assert again is None
+    later = agreement_report_request(project=project, now=T0 + timedelta(seconds=40), debounce_s=30)
+    assert later.pk != pending.pk
+
+
+def test_recompute_refreshes_every_reported_run(panel):
+    project, _, tasks, run = panel
+    other = JudgeRun.objects.create(project=project, rubric_version=tasks[0].rubric_version, name="judge-b",
+                                    source=JudgeRun.Source.IMPORTED, status=JudgeRun.Status.DONE)
+    JudgeLabel.objects.bulk_create(JudgeLabel(run=other, task=task, rubric_item=item, value=1)
+                                   for task in tasks for item in rubric_items_for_task(task))
+    agreement_report_compute(project=project, judge_run=run, now=T0)
+    pending = agreement_report_request(project=project, now=T0 + timedelta(minutes=1), debounce_s=30)
+
+    agreement_report_process(report_id=pending.pk, now=T0 + timedelta(minutes=2))
+
+    fresh = AgreementReport.objects.filter(status="done", computed_at=T0 + timedelta(minutes=2))
+    assert sorted(fresh.values_list("judge_run_id", flat=True)) == sorted([run.pk, other.pk])

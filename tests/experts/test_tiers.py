@@ -1,0 +1,123 @@
+"""Tier rules on given numbers: promotion, demotion, progress to the next tier, the history, notifications."""
+import pytest
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.translation import override
+
+from experts.models import ExpertProfile, Notification, TierChange, TierRule
+from experts.notifications import notification_send, notification_text, notifications_mark_read
+from experts.tiers import ExpertStats, tier_decide, tier_evaluate, tier_progress, tier_set
+from tests.factories import ExpertFactory
+
+pytestmark = pytest.mark.django_db
+
+STRONG = ExpertStats(completed=60, golden_items=40, golden_correct=36, peer_items=100, peer_agree=80)
+
+
+def _rules():
+    return {(r.tier, r.kind): r for r in TierRule.objects.filter(is_active=True)}
+
+
+def test_default_rules_are_seeded_for_every_tier_above_bronze():
+    assert set(TierRule.objects.values_list("tier", "kind")) == {
+        (t, k) for t in ("silver", "gold", "platinum") for k in ("promote", "demote")}
+
+
+def test_a_bronze_expert_meeting_silver_is_promoted_one_step():
+    decision = tier_decide(tier="bronze", stats=STRONG, rules=_rules())
+
+    assert decision[0] == "silver"
+    assert "60 tasks completed (needs 50)" in decision[2]
+
+
+@pytest.mark.parametrize("stats", [
+    ExpertStats(completed=49, golden_items=40, golden_correct=36, peer_items=100, peer_agree=80),
+    ExpertStats(completed=60, golden_items=19, golden_correct=19, peer_items=100, peer_agree=80),
+    ExpertStats(completed=60, golden_items=40, golden_correct=31, peer_items=100, peer_agree=80),
+    ExpertStats(completed=60, golden_items=40, golden_correct=36, peer_items=100, peer_agree=74),
+    ExpertStats(completed=60, golden_items=40, golden_correct=36, peer_items=0, peer_agree=0),
+])
+def test_any_threshold_short_means_no_promotion(stats):
+    assert tier_decide(tier="bronze", stats=stats, rules=_rules()) is None
+
+
+def test_demotion_needs_a_full_window_below_the_threshold():
+    low = tuple([(1, 3)] * 20)
+    almost = tuple([(1, 3)] * 19)
+    fine = tuple([(3, 3)] * 20)
+
+    demoted = tier_decide(tier="gold", stats=ExpertStats(0, 0, 0, 0, 0, recent_controls=low), rules=_rules())
+
+    assert demoted[0] == "silver" and "below 75%" in demoted[2]
+    assert tier_decide(tier="gold", stats=ExpertStats(0, 0, 0, 0, 0, recent_controls=almost), rules=_rules()) is None
+    assert tier_decide(tier="gold", stats=ExpertStats(0, 0, 0, 0, 0, recent_controls=fine), rules=_rules()) is None
+    assert tier_decide(tier="bronze", stats=ExpertStats(0, 0, 0, 0, 0, recent_controls=low), rules=_rules()) is None
+
+
+def test_an_inactive_rule_does_nothing():
+    TierRule.objects.filter(tier="silver", kind="promote").update(is_active=False)
+
+    assert tier_decide(tier="bronze", stats=STRONG, rules=_rules()) is None
+
+
+def test_evaluation_climbs_while_rules_are_met_and_records_each_step():
+    expert = ExpertFactory()
+    veteran = ExpertStats(completed=5000, golden_items=500, golden_correct=480, peer_items=900, peer_agree=850)
+
+    changes = tier_evaluate(user=expert, stats=veteran, now=timezone.now())
+
+    assert [(c.from_tier, c.to_tier) for c in changes] == [("bronze", "silver"), ("silver", "gold"),
+                                                           ("gold", "platinum")]
+    assert ExpertProfile.objects.get(user=expert).tier == "platinum"
+    assert Notification.objects.filter(user=expert, kind="tier_changed").count() == 3
+
+
+def test_progress_names_what_the_next_tier_needs():
+    stats = ExpertStats(completed=25, golden_items=20, golden_correct=18, peer_items=0, peer_agree=0)
+
+    with override("en"):
+        progress = tier_progress(tier="bronze", stats=stats)
+
+    assert progress.next_tier == "silver"
+    rows = {r.label: (r.current, r.needed, r.met, r.progress_pct) for r in progress.requirements}
+    assert rows["Tasks completed"] == (25, 50, False, 50)
+    assert rows["Golden accuracy"] == (90.0, 80, True, 100)
+    assert rows["Agreement with peers"] == (None, 75, False, 0)
+    assert tier_progress(tier="platinum", stats=stats).next_tier is None
+
+
+def test_a_manual_change_needs_a_reason_and_the_history_is_its_own_record():
+    expert = ExpertFactory()
+    profile = ExpertProfile.objects.get(user=expert)
+
+    with pytest.raises(ValueError):
+        tier_set(profile=profile, to_tier="gold", reason=" ", by=None, now=timezone.now())
+    change = tier_set(profile=profile, to_tier="gold", reason="reviewed", by=None, now=timezone.now())
+    same = tier_set(profile=profile, to_tier="gold", reason="again", by=None, now=timezone.now())
+
+    assert (change.from_tier, change.to_tier, change.reason) == ("bronze", "gold", "reviewed")
+    assert same is None
+    with pytest.raises(IntegrityError), transaction.atomic():
+        TierChange.objects.create(profile=profile, from_tier="gold", to_tier="gold", reason="x",
+                                  changed_at=timezone.now())
+
+
+def test_rule_thresholds_are_checked_by_the_database():
+    with pytest.raises(IntegrityError), transaction.atomic():
+        TierRule.objects.filter(tier="silver", kind="promote").update(min_golden_accuracy_pct=120)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        TierRule.objects.create(tier="bronze", kind="promote")
+
+
+def test_notifications_render_in_the_readers_language_and_are_marked_read():
+    expert = ExpertFactory()
+    notification_send(users=[expert], kind="tier_changed", now=timezone.now(),
+                      params={"from_tier": "bronze", "to_tier": "silver", "reason": "well done"})
+    note = Notification.objects.get(user=expert)
+
+    with override("en"):
+        english = notification_text(note)
+
+    assert note.message == english == "Your tier changed from Bronze to Silver: well done"
+    assert notifications_mark_read(user=expert, now=timezone.now()) == 1
+    assert notifications_mark_read(user=expert, now=timezone.now()) == 0

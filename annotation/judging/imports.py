@@ -22,6 +22,7 @@ from annotation.exchange.jsonl import LineErrors, RowReader, describe, import_si
 from annotation.exchange.lock_objects import project_imports_lock
 from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult, Project, Question, Response, Task
 from annotation.selectors import rubric_version_current
+from annotation.outbox import task_send_on_commit
 from experts.models import User
 from rubrics.models import RubricItem, RubricVersion
 
@@ -97,6 +98,7 @@ def judge_labels_import(*, project: Project, data: bytes, run_name: str, judge_m
             for position, value in enumerate(row.detail, start=1)
         ]
         JudgeLabel.objects.bulk_create(labels, batch_size=BATCH_SIZE)
+        task_send_on_commit("annotation.request_agreement", project.pk)
     return JudgeImportResult(run=run, created=len(rows), skipped=skipped, labels_created=len(labels))
 
 

@@ -43,6 +43,7 @@ from annotation.judging.ratelimit import rate_limiter_for_run
 from annotation.judging.secrets import JudgeKeyError, api_key_encrypt, api_key_env_check, api_key_resolve
 from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult, Project, Task
 from annotation.selectors import rubric_version_current
+from annotation.outbox import task_send_on_commit
 from experts.models import User
 from rubrics.models import RubricItem
 
@@ -443,5 +444,6 @@ def _run_finish(*, run_id: int, now: datetime) -> JudgeStep:
     run.status = JudgeRun.Status.FAILED if failed else JudgeRun.Status.DONE
     run.finished_at = now
     run.save(update_fields=["status", "finished_at"])
+    task_send_on_commit("annotation.request_agreement", run.project_id)
     logger.info("judge run %s finished: %s", run_id, run.status)
     return JudgeStep("finished")

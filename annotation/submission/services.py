@@ -25,23 +25,29 @@ class SubmitResult:
 
 
 def labels_clean(raw, item_keys: list[str], *, partial: bool) -> dict[str, int]:
-    """Validate {item_key: 0|1}; with partial=False every item must be present (also used by calibration)."""
+    """Validate {item_key: 0|1}; with partial=False every item must be present (also used by calibration).
+
+    Each error names its `field`, a `message` in English and a stable `code` that pages
+    translate: "missing", "unknown_item", "not_binary" (or "not_object" for the whole map).
+    """
     if not isinstance(raw, dict):
         raise DomainError('"labels" must be an object mapping rubric item ids to 0 or 1.',
-                          errors=[{"field": "labels", "message": "expected an object"}])
+                          errors=[{"field": "labels", "code": "not_object", "message": "expected an object"}])
     errors = []
     known = set(item_keys)
     clean: dict[str, int] = {}
     for key, value in raw.items():
         if key not in known:
-            errors.append({"field": f"labels.{key}", "message": "not a rubric item of this task"})
+            errors.append({"field": f"labels.{key}", "code": "unknown_item",
+                           "message": "not a rubric item of this task"})
         elif isinstance(value, bool) or value not in (0, 1) or not isinstance(value, int):
-            errors.append({"field": f"labels.{key}", "message": f"expected 0 or 1, got {value!r}"})
+            errors.append({"field": f"labels.{key}", "code": "not_binary",
+                           "message": f"expected 0 or 1, got {value!r}"})
         else:
             clean[key] = value
     if not partial:
         missing = [k for k in item_keys if k not in raw]
-        errors.extend({"field": f"labels.{k}", "message": "missing: every rubric item needs a label"}
+        errors.extend({"field": f"labels.{k}", "code": "missing", "message": "missing: every rubric item needs a label"}
                       for k in missing)
     if errors:
         count = len(errors)
@@ -132,6 +138,8 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
                            now=now)
         elif complete:
             consensus_compute(task=task, now=now)
+            # New consensus changes the quality figures: ask for a (debounced) recompute.
+            task_send_on_commit("annotation.request_agreement", task.project_id)
         # Payments listens by task name; it decides what earns (calibration does not). Control
         # tasks earn like any task: an unpaid task would tell the expert it was a control.
         task_send_on_commit("payments.post_earning", assignment.pk)

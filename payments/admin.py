@@ -33,7 +33,8 @@ class _HistoryForm(forms.ModelForm):
             "Leave empty for one minute from now. A change never takes effect in the past.")
 
     def change_clean(self, data: dict) -> RuleChange:
-        raise NotImplementedError
+        """Validate `data` through the rule's service; each concrete form defines it."""
+        raise TypeError(f"{type(self).__name__} must define change_clean")
 
     def clean(self) -> dict:
         data = super().clean()
@@ -58,7 +59,8 @@ class _HistoryAdmin(admin.ModelAdmin):
         return False
 
     def create(self, request: HttpRequest, form: _HistoryForm):
-        raise NotImplementedError
+        """Write the new history row through the service; each concrete admin defines it."""
+        raise TypeError(f"{type(self).__name__} must define create")
 
     def save_model(self, request: HttpRequest, obj, form, change: bool) -> None:
         created = self.create(request, form)

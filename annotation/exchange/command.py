@@ -19,7 +19,8 @@ class ImportCommand(BaseCommand):
         parser.add_argument("file", type=Path, help=self.file_help)
 
     def run_import(self, *, project: Project, data: bytes, now, source: str, options: dict):
-        raise CommandError("run_import is defined by each import command")
+        """Import `data` into `project`; each concrete command defines it."""
+        raise TypeError(f"{type(self).__name__} must define run_import")
 
     def summary(self, result, project_id: int) -> str:
         return f"Imported into project {project_id}."

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotation.assignment.services import assignment_claim_next
+from annotation.calibration.standing import HomeCard, expert_home_cards
 from annotation.errors import DomainError, NotFound
 from annotation.models import Assignment, Draft, Project, Question, Response, Task
 from annotation.selectors import (
@@ -49,7 +50,7 @@ MINUS = "\u2212"
 
 def domain_message(exc: DomainError) -> str:
     if exc.code == "invalid_labels":
-        missing = sum(1 for e in exc.errors if str(e.get("message", "")).startswith("missing"))
+        missing = sum(1 for e in exc.errors if e.get("code") == "missing")
         if missing:
             return ngettext(
                 "%(count)d item has no mark yet; nothing was submitted.",
@@ -86,6 +87,7 @@ class ExpertProjectRow:
     project: Project
     submitted: int
     in_progress: int
+    card: HomeCard | None  # tier and calibration standing; None for an expert without a profile
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,7 @@ class ManagedProjectRow:
     open: int
     full: int
     complete: int
+    golden: int
     submissions: int
 
     @property
@@ -102,7 +105,8 @@ class ManagedProjectRow:
         return round(100 * self.complete / self.tasks) if self.tasks else 0
 
 
-def _expert_rows(user: User, projects: QuerySet[Project], now: datetime) -> list[ExpertProjectRow]:
+def _expert_rows(user: User, projects: list[Project], now: datetime) -> list[ExpertProjectRow]:
+    cards = expert_home_cards(user, projects, now=now)
     counts = {
         row["task__project_id"]: row
         for row in Assignment.objects.filter(expert=user, task__project__in=projects)
@@ -114,23 +118,31 @@ def _expert_rows(user: User, projects: QuerySet[Project], now: datetime) -> list
     }
     return [
         ExpertProjectRow(project=p, submitted=counts.get(p.pk, {}).get("submitted", 0),
-                         in_progress=counts.get(p.pk, {}).get("in_progress", 0))
+                         in_progress=counts.get(p.pk, {}).get("in_progress", 0), card=cards.get(p.pk))
         for p in projects
     ]
 
 
 def _task_counts(projects: QuerySet[Project] | list[Project]) -> dict[int, dict[str, int]]:
+    """Progress per project, golden tasks counted apart.
+
+    Golden tasks never complete (they keep serving as control tasks), so they stay out of
+    the progress; their submissions are real work and stay in the submission count.
+    """
+    regular = Q(is_golden=False)
     return {
         row["project_id"]: row
         for row in Task.objects.filter(project__in=projects)
         .values("project_id")
         .annotate(
-            tasks=Count("pk"),
-            open=Count("pk", filter=Q(status=Task.Status.OPEN)),
-            full=Count("pk", filter=Q(status=Task.Status.FULL)),
-            complete=Count("pk", filter=Q(status=Task.Status.COMPLETE)),
+            tasks=Count("pk", filter=regular),
+            open=Count("pk", filter=regular & Q(status=Task.Status.OPEN)),
+            full=Count("pk", filter=regular & Q(status=Task.Status.FULL)),
+            complete=Count("pk", filter=regular & Q(status=Task.Status.COMPLETE)),
+            golden=Count("pk", filter=Q(is_golden=True)),
             submissions=Sum("submitted_count"),
         )
+        .order_by()
     }
 
 
@@ -138,7 +150,7 @@ def _managed_row(project: Project, counts: dict[str, int] | None) -> ManagedProj
     counts = counts or {}
     return ManagedProjectRow(
         project=project, tasks=counts.get("tasks", 0), open=counts.get("open", 0),
-        full=counts.get("full", 0), complete=counts.get("complete", 0),
+        full=counts.get("full", 0), complete=counts.get("complete", 0), golden=counts.get("golden", 0),
         submissions=counts.get("submissions") or 0,
     )
 
@@ -150,7 +162,7 @@ def home(request: HttpRequest) -> HttpResponse:
     user = request.user
     projects = project_list_for_user(user).order_by("name", "pk")
     if user.is_expert:
-        context = {"expert_rows": _expert_rows(user, projects, timezone.now())}
+        context = {"expert_rows": _expert_rows(user, list(projects), timezone.now())}
     else:
         counts = _task_counts(projects)
         context = {"managed_rows": [_managed_row(p, counts.get(p.pk)) for p in projects]}

@@ -1,5 +1,10 @@
 """Template context shared by every page."""
+from collections.abc import Callable
+from functools import cache
+
 from django.http import HttpRequest
+
+from experts.notifications import notification_unread_count
 
 
 def role(request: HttpRequest) -> dict:
@@ -7,3 +12,15 @@ def role(request: HttpRequest) -> dict:
     if user is None or not user.is_authenticated:
         return {"role": None}
     return {"role": "admin" if user.is_platform_admin else user.role}
+
+
+def notifications(request: HttpRequest) -> dict[str, Callable[[], int] | int]:
+    """`notifications_unread` for the top bar's badge.
+
+    A callable, so the count is read only when a template shows it (the top bar of a
+    full page), not for htmx fragments; cached, so it is read at most once per render.
+    """
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {"notifications_unread": 0}
+    return {"notifications_unread": cache(lambda: notification_unread_count(user))}

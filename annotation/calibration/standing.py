@@ -4,6 +4,7 @@
 sent by name on commit) and on demand (PM page, API). It is idempotent: evaluating
 twice with the same numbers changes nothing the second time.
 """
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -36,22 +37,42 @@ class HomeCard:
     unread: int
 
 
+def expert_home_cards(user: User, projects: Iterable[Project], *,
+                      now: datetime | None = None) -> dict[int, HomeCard]:
+    """The expert home card of each of `projects`, by project id; empty for a user without a profile.
+
+    Tier, tier progress and the unread count belong to the expert, not to a project, so
+    they are read once; only the calibration standing is read per project (a fixed
+    handful of queries each).
+    """
+    now = now or timezone.now()
+    profile = ExpertProfile.objects.filter(user=user).first()
+    if profile is None:
+        return {}
+    progress = tier_progress(tier=profile.tier, stats=expert_stats(user, control_before=own_view_cutoff(now)))
+    unread = notification_unread_count(user)
+    portrait_url = reverse("my_portrait")
+    return {
+        project.pk: HomeCard(
+            profile=profile, progress=progress,
+            calibration=calibration_state(project=project, expert=user, now=now),
+            calibration_url=reverse("calibration", args=[project.pk]),
+            portrait_url=portrait_url, unread=unread,
+        )
+        for project in projects
+    }
+
+
 def expert_home_context(user: User, project: Project, *, now: datetime | None = None) -> dict[str, Any]:
     """Context for `annotation/calibration/_home_card.html`: tier, what the next tier needs and
     how far the expert is from it, and their calibration status in `project` with a link.
 
     The card goes on the expert home page, once per project: `{% include
     "annotation/calibration/_home_card.html" with card=... %}` where `card` is
-    `expert_home_context(user, project)["quality_card"]`.
+    `expert_home_context(user, project)["quality_card"]`; a page with many projects
+    reads them all at once with `expert_home_cards`.
     """
-    now = now or timezone.now()
-    profile = ExpertProfile.objects.get(user=user)
-    card = HomeCard(
-        profile=profile,
-        progress=tier_progress(tier=profile.tier, stats=expert_stats(user, control_before=own_view_cutoff(now))),
-        calibration=calibration_state(project=project, expert=user, now=now),
-        calibration_url=reverse("calibration", args=[project.pk]),
-        portrait_url=reverse("my_portrait"),
-        unread=notification_unread_count(user),
-    )
-    return {"quality_card": card, "project": project}
+    cards = expert_home_cards(user, [project], now=now)
+    if project.pk not in cards:
+        raise ExpertProfile.DoesNotExist(f"User {user.pk} has no expert profile.")
+    return {"quality_card": cards[project.pk], "project": project}

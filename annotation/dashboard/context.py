@@ -246,7 +246,10 @@ class ReportView:
         judge = self.judge or {}
         board = self.payload.get("leaderboard", {}).get("models", [])
         return {
-            "strings": {"agreement": _("Agreement with the panel majority"), "ci": _("95% interval"),
+            "strings": {"agreement": _("Agreement with the panel majority"),
+                        # Not a format string: the percent sign is literal.
+                        # xgettext:no-python-format
+                        "ci": _("95% interval"),
                         "labels": _("Labels"), "submissions": _("Submissions"), "human": _("Human consensus"),
                         "judge": _("Judge"), "peer": _("Peer agreement"), "rolling": _("Rolling window"),
                         "baseline": _("Baseline"), "units": _("units")},

@@ -65,6 +65,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "experts.context_processors.role",
+                "experts.context_processors.notifications",
             ],
         },
     }

@@ -1,4 +1,5 @@
-/* Site-wide behaviour: dismissable toasts, and htmx requests that land on the sign-in page. */
+/* Site-wide behaviour: dismissable toasts, file pickers in the page language, and htmx requests
+   that land on the sign-in page. */
 (function () {
   "use strict";
 
@@ -21,6 +22,36 @@
     window.setTimeout(function () { toast.remove(); }, 260);
   }
 
+  // A native file input labels itself in the browser's language ("Choose File"), not the
+  // page's; wrap it in a button and a file name written in the page's language (texts from
+  // <body data-file-choose data-file-none>). Without JavaScript the native input stays.
+  function enhanceFileInputs(root) {
+    var inputs = root.querySelectorAll ? root.querySelectorAll("input[type='file']:not([data-enhanced])") : [];
+    var texts = document.body.dataset;
+    Array.prototype.forEach.call(inputs, function (input) {
+      input.dataset.enhanced = "1";
+      var picker = document.createElement("label");
+      var button = document.createElement("span");
+      var name = document.createElement("span");
+      picker.className = "file-pick";
+      button.className = "btn btn-small file-button";
+      button.setAttribute("aria-hidden", "true");
+      button.textContent = texts.fileChoose;
+      name.className = "file-name";
+      name.textContent = texts.fileNone;
+      input.classList.add("file-input");
+      input.parentNode.insertBefore(picker, input);
+      picker.appendChild(input);
+      picker.appendChild(button);
+      picker.appendChild(name);
+      input.addEventListener("change", function () {
+        var names = Array.prototype.map.call(input.files || [], function (file) { return file.name; });
+        name.textContent = names.length ? names.join(", ") : texts.fileNone;
+        picker.classList.toggle("has-file", names.length > 0);
+      });
+    });
+  }
+
   document.addEventListener("click", function (event) {
     var button = event.target.closest("[data-dismiss='toast']");
     if (button) dismiss(button.closest(".toast"));
@@ -28,8 +59,10 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     armToasts(document);
+    enhanceFileInputs(document);
     if (!window.htmx) return;
     window.htmx.onLoad(armToasts);
+    window.htmx.onLoad(enhanceFileInputs);
 
     // A request made after the session ended is redirected to the sign-in page: go there
     // (keeping this page as `next`) instead of swapping a sign-in form into a fragment.

@@ -75,6 +75,9 @@ def build(panel: list[list[list[int]]], judge: list[list[int]] | None):
             for task, values in zip(tasks, judge)
             for item, v in zip(rubric_items_for_task(task), values)
         )
+    # Each completed task asked for a recompute as it arrived (eagerly, in tests); the
+    # scenarios start from labels in place and no report yet.
+    AgreementReport.objects.filter(project=project).delete()
     return project, experts, tasks, run
 
 

@@ -56,6 +56,18 @@ def test_unknown_items_are_refused(setup):
     assert Label.objects.count() == 0
 
 
+def test_each_label_error_carries_a_code(setup):
+    experts, leases, keys = setup
+    labels = {keys[0]: 2, "other:1": 0}
+
+    with pytest.raises(DomainError) as err:
+        labels_submit(expert=experts[0], assignment_id=leases[0].pk, labels=labels, now=timezone.now())
+
+    codes = {e["field"]: e["code"] for e in err.value.errors}
+    assert codes == {f"labels.{keys[0]}": "not_binary", "labels.other:1": "unknown_item",
+                     f"labels.{keys[1]}": "missing", f"labels.{keys[2]}": "missing"}
+
+
 def test_the_same_submission_twice_changes_nothing(setup):
     experts, leases, keys = setup
     labels = {k: 1 for k in keys}

@@ -3,20 +3,28 @@ import json
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from annotation import views
 from annotation.assignment.services import assignment_claim_next
 from annotation.models import Assignment, Draft, Label, Question, Response
 from annotation.selectors import rubric_items_for_task
 from annotation.services import project_add_member
 from experts.models import ExpertProfile
+from experts.notifications import notification_send
 from tests.e2e.scenario import SECRET_MODEL, build_counselling_project
 from tests.factories import ExpertFactory, PMFactory
+from tests.support.quality import make_golden_project
 
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
+# The expert home reads each project's calibration standing: current version, attempts,
+# golden set, usable golden tasks.
+PER_PROJECT_QUERIES = 4
 
 
 @pytest.fixture
@@ -400,6 +408,58 @@ def test_project_page_full_and_fragment(pm_client, project):
     assert html(fragment).lstrip().startswith('<div id="project-main"')
     assert f"/api/v1/projects/{project.pk}/export/?format=jsonl" in html(full)
     assert f"/api/v1/projects/{project.pk}/export/?format=csv" in html(full)
+
+
+def test_project_page_links_every_project_page(pm_client, project):
+    page = html(pm_client.get(reverse("project_detail", args=[project.pk])))
+
+    for name in ("quality_dashboard", "judge_runs", "rubric_draft", "quality", "golden_import", "project_costs"):
+        assert reverse(name, args=[project.pk]) in page
+
+
+def test_pm_progress_leaves_golden_tasks_out(client):
+    pm = PMFactory()
+    project = make_golden_project(golden=2, regular=3, items=2, pm=pm)
+    client.force_login(pm)
+
+    page = html(client.get(reverse("project_detail", args=[project.pk])))
+
+    row = views._managed_row(project, views._task_counts([project]).get(project.pk))
+    assert (row.tasks, row.golden) == (3, 2)
+    assert "金标任务不计入进度" in page
+
+
+def test_top_bar_shows_the_unread_notification_count(expert_client, expert, project):
+    notification_send(users=[expert], kind="tier_changed",
+                      params={"from_tier": "bronze", "to_tier": "silver", "reason": "ok"}, now=timezone.now())
+
+    page = html(expert_client.get(reverse("home")))
+
+    assert 'class="badge-count"' in page and "1 条未读" in page
+
+
+def test_expert_home_shows_the_standing_card_per_project(expert_client, project):
+    page = html(expert_client.get(reverse("home")))
+
+    assert 'class="card home-card"' in page
+    assert reverse("calibration", args=[project.pk]) in page or 'data-calibration="not_required"' in page
+
+
+def test_expert_home_reads_a_fixed_number_of_queries_per_project(client):
+    expert = ExpertFactory()
+    client.force_login(expert)
+
+    def home_queries(projects: int) -> int:
+        for _ in range(projects):
+            project_add_member(project=make_golden_project(golden=0, regular=1, items=1), user=expert)
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(reverse("home")).status_code == 200
+        return len(queries)
+
+    with_one = home_queries(1)
+    with_three = home_queries(2)
+
+    assert with_three - with_one <= 2 * PER_PROJECT_QUERIES
 
 
 def test_expert_cannot_open_a_project_page(expert_client, project):

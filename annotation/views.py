@@ -404,7 +404,7 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
 @require_POST
 def project_import(request: HttpRequest, project_id: int, kind: str) -> HttpResponse:
     """Import a questions or responses JSONL into the project, all or nothing."""
-    from annotation.exchange.jsonl import import_size_check
+    from annotation.exchange.jsonl import upload_read
     from annotation.exchange.questions import questions_import
     from annotation.exchange.responses import responses_import
 
@@ -422,8 +422,7 @@ def project_import(request: HttpRequest, project_id: int, kind: str) -> HttpResp
         status = UNPROCESSABLE
     else:
         try:
-            import_size_check(size=upload.size)
-            data = upload.read()
+            data = upload_read(upload)
             if kind == "questions":
                 result = questions_import(project=project, data=data, now=timezone.now())
             else:

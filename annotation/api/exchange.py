@@ -22,7 +22,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.exchange.export import FORMATS, consensus_export, consensus_rows, export_format_check
-from annotation.exchange.jsonl import import_size_check
+from annotation.exchange.jsonl import upload_read
 from annotation.exchange.questions import questions_import
 from annotation.exchange.responses import responses_import
 from annotation.selectors import project_get_for_user
@@ -34,12 +34,6 @@ _ERROR = inline_serializer("ExchangeError", fields={
                                     help_text='[{"line": 3, "field": "rubric[2].score", "message": "..."}]'),
 })
 _NOT_FOUND = OpenApiResponse(description="No such project, or not one you manage.")
-
-
-def _read_upload(upload) -> bytes:
-    # Checked before reading: an oversized upload is refused without being loaded or parsed.
-    import_size_check(size=upload.size)
-    return upload.read()
 
 
 class QuestionsImportApi(APIView):
@@ -69,7 +63,7 @@ class QuestionsImportApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         upload = serializer.validated_data["file"]
-        result = questions_import(project=project, data=_read_upload(upload), now=timezone.now(),
+        result = questions_import(project=project, data=upload_read(upload), now=timezone.now(),
                                   source=upload.name)
         body = {"questions_created": result.created, "items_created": result.items_created,
                 "skipped": result.skipped, "version": result.version}
@@ -104,7 +98,7 @@ class ResponsesImportApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         upload = serializer.validated_data["file"]
-        result = responses_import(project=project, data=_read_upload(upload),
+        result = responses_import(project=project, data=upload_read(upload),
                                   model=serializer.validated_data.get("model"), now=timezone.now(),
                                   source=upload.name)
         body = {"responses_created": result.created, "tasks_created": result.tasks_created,

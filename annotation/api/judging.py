@@ -12,7 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.exchange.jsonl import import_size_check
+from annotation.exchange.jsonl import upload_read
 from annotation.judging.imports import judge_labels_import
 from annotation.judging.selectors import judge_run_get_for_user
 from annotation.judging.services import judge_run_progress
@@ -58,8 +58,7 @@ class JudgeLabelsImportApi(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         upload = data["file"]
-        import_size_check(size=upload.size)
-        result = judge_labels_import(project=project, data=upload.read(), run_name=data["run"],
+        result = judge_labels_import(project=project, data=upload_read(upload), run_name=data["run"],
                                      judge_model=data.get("judge_model"), prompt_version=data.get("prompt_version"),
                                      created_by=request.user, now=timezone.now(), source=upload.name)
         body = {"run": result.run.pk, "created": result.created, "labels_created": result.labels_created,

@@ -27,7 +27,7 @@ from annotation.calibration.services import (
     calibration_state,
     calibration_task_get,
 )
-from annotation.exchange.jsonl import import_size_check
+from annotation.exchange.jsonl import upload_read
 from annotation.models import CalibrationAttempt, Project
 from annotation.rubric_editing.services import (
     rubric_draft_item_add,
@@ -72,8 +72,7 @@ class GoldenImportApi(APIView):
         body = self.InputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         upload = body.validated_data["file"]
-        import_size_check(size=upload.size)
-        result = golden_import(project=project, data=upload.read(), now=timezone.now(), source=upload.name)
+        result = golden_import(project=project, data=upload_read(upload), now=timezone.now(), source=upload.name)
         out = {"tasks": result.tasks, "references": result.references, "version": result.version}
         return Response(self.OutputSerializer(out).data, status=status.HTTP_201_CREATED)
 

@@ -36,7 +36,7 @@ from annotation.calibration.services import (
 )
 from annotation.calibration.standing import expert_evaluate
 from annotation.errors import DomainError, NotFound
-from annotation.exchange.jsonl import import_size_check
+from annotation.exchange.jsonl import upload_read
 from annotation.models import Assignment, CalibrationAttempt, Project
 from annotation.selectors import (
     project_get_for_user,
@@ -263,8 +263,7 @@ def golden_import_view(request: HttpRequest, project_id: int) -> HttpResponse:
         status = UNPROCESSABLE
     else:
         try:
-            import_size_check(size=upload.size)
-            outcome["result"] = golden_import(project=project, data=upload.read(), now=now, source=upload.name)
+            outcome["result"] = golden_import(project=project, data=upload_read(upload), now=now, source=upload.name)
         except DomainError as exc:
             outcome["error"] = quality_message(exc)
             outcome["errors"] = exc.errors

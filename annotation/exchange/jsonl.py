@@ -49,6 +49,12 @@ def import_size_check(*, size: int) -> None:
                           errors=[{"line": None, "field": "file", "message": message}])
 
 
+def upload_read(upload) -> bytes:
+    """The bytes of an uploaded file, refused by size before it is loaded or parsed."""
+    import_size_check(size=upload.size)
+    return upload.read()
+
+
 def _megabytes(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MB"
 

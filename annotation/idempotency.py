@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 from django.db import IntegrityError, transaction
 
-from annotation.errors import DomainError
+from core.errors import DomainError
 from annotation.models import IdempotencyRecord
 from experts.models import User
 

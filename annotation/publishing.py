@@ -14,7 +14,7 @@ from django.urls import reverse
 from annotation.calibration.golden import golden_carry_forward
 from annotation.calibration.selectors import project_experts, project_has_golden_set
 from annotation.calibration.services import calibrations_mark_stale
-from annotation.errors import DomainError
+from core.errors import DomainError
 from annotation.models import Project, Response, Task
 from annotation.rubric_editing.diff import rubric_version_diff
 from experts.notifications import notification_send

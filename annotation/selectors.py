@@ -3,7 +3,7 @@ from django.db.models import QuerySet
 from guardian.shortcuts import get_objects_for_user
 
 from annotation import permissions
-from annotation.errors import NotFound
+from core.errors import NotFound
 from annotation.models import Assignment, Project
 from experts.models import User
 from rubrics.models import RubricItem, RubricVersion

@@ -2,7 +2,7 @@
 from django.db import transaction
 
 from annotation import permissions
-from annotation.errors import DomainError
+from core.errors import DomainError
 from annotation.models import Project
 from experts.models import User
 from rubrics.models import Rubric

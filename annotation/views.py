@@ -23,7 +23,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from annotation.assignment.services import assignment_claim_next
 from annotation.calibration.standing import HomeCard, expert_home_cards
-from annotation.errors import DomainError, NotFound
+from core.errors import DomainError, NotFound
 from annotation.models import Assignment, Draft, Project, Question, Response, Task
 from annotation.selectors import (
     assignment_get_for_expert,

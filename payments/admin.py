@@ -12,7 +12,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from annotation.errors import DomainError
+from core.errors import DomainError
 from payments.messages import domain_message
 from payments.models import LedgerEntry, PaymentSettings, PayoutBatch, Period, PriceRule, Statement, TierMultiplier
 from payments.pricing import (

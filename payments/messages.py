@@ -5,7 +5,7 @@ admin show the translation for a known code and the service's text otherwise.
 """
 from django.utils.translation import gettext as _
 
-from annotation.errors import DomainError
+from core.errors import DomainError
 
 
 def domain_message(exc: DomainError) -> str:

@@ -18,7 +18,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from django.db import IntegrityError, transaction
 
-from annotation.errors import Conflict, DomainError
+from core.errors import Conflict, DomainError
 from annotation.models import Difficulty, Project
 from experts.models import Tier, User
 from payments.models import PaymentSettings, PriceRule, TierMultiplier

@@ -10,7 +10,7 @@ from decimal import Decimal
 
 from django.db.models import Count, Q, QuerySet, Sum
 
-from annotation.errors import NotFound
+from core.errors import NotFound
 from annotation.models import Difficulty, ItemConsensus, Project
 from annotation.selectors import project_get_for_user, project_list_for_user
 from experts.models import TIER_ORDER, ExpertProfile, Tier, User

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Count, Sum
 
 from annotation import permissions as annotation_permissions
-from annotation.errors import Conflict, DomainError, NotFound
+from core.errors import Conflict, DomainError, NotFound
 from annotation.models import Assignment, Project
 from experts.models import User
 from payments import permissions

@@ -22,7 +22,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.errors import DomainError, NotFound
+from core.errors import DomainError, NotFound
 from payments import permissions, selectors, services
 from payments.messages import domain_message
 from payments.models import PayoutBatch

@@ -13,7 +13,7 @@ from typing import Any
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
-from annotation.errors import NotFound
+from core.errors import NotFound
 from annotation.models import AgreementReport, Assignment, ItemConsensus, JudgeLabel, JudgeRun, Label, Project, Task
 
 UNITS_PER_PAGE = 50

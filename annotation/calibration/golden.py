@@ -26,7 +26,7 @@ from datetime import datetime
 
 from django.db import transaction
 
-from annotation.errors import DomainError
+from core.errors import DomainError
 from annotation.exchange.jsonl import LineErrors, RowReader, describe, jsonl_objects
 from annotation.exchange.lock_objects import project_imports_lock
 from annotation.models import Assignment, GoldenReference, Project, Question, Response, Task

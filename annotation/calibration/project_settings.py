@@ -4,7 +4,7 @@ from typing import Any
 
 from django.db import transaction
 
-from annotation.errors import DomainError
+from core.errors import DomainError
 from annotation.models import Project
 from experts.models import Tier
 

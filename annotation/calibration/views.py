@@ -35,7 +35,7 @@ from annotation.calibration.services import (
     calibration_task_get,
 )
 from annotation.calibration.standing import expert_evaluate
-from annotation.errors import DomainError, NotFound
+from core.errors import DomainError, NotFound
 from annotation.exchange.jsonl import upload_read
 from annotation.models import Assignment, CalibrationAttempt, Project
 from annotation.selectors import (

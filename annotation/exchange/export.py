@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from django.db.models import Exists, OuterRef
 
-from annotation.errors import DomainError
+from core.errors import DomainError
 from annotation.models import Assignment, ItemConsensus, Label, Project, Task
 
 TASK_CHUNK = 500

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.conf import settings
 
-from annotation.errors import DomainError
+from core.errors import DomainError
 
 MAX_LISTED_ERRORS = 50
 INT32 = 2**31 - 1

@@ -15,7 +15,7 @@ from datetime import datetime
 
 from django.db import transaction
 
-from annotation.errors import DomainError
+from core.errors import DomainError
 from annotation.exchange.jsonl import ImportResult, LineErrors, RowReader, describe, import_size_check, jsonl_objects
 from annotation.exchange.lock_objects import project_imports_lock
 from annotation.models import Project, Question, Response

@@ -14,7 +14,7 @@ import re
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 
-from annotation.errors import DomainError
+from core.errors import DomainError
 
 # Separates this use of SECRET_KEY from every other key derived from it.
 _PURPOSE = b"rubrica.judging.api-key:"

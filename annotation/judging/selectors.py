@@ -2,7 +2,7 @@
 from django.db.models import Count, Q, QuerySet
 
 from annotation import permissions
-from annotation.errors import NotFound
+from core.errors import NotFound
 from annotation.models import JudgeRun, JudgeTaskResult, Project
 from experts.models import User
 

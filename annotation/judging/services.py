@@ -36,14 +36,14 @@ from django.core.validators import URLValidator
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Min, Q
 
-from annotation.errors import DomainError
+from core.errors import DomainError
 from annotation.judging.client import ChatClient, Completer, JudgeRequestError, judge_one
 from annotation.judging.prompt import PROMPT_VERSION, JudgeAnswer, JudgeParseError
 from annotation.judging.ratelimit import rate_limiter_for_run
 from annotation.judging.secrets import JudgeKeyError, api_key_encrypt, api_key_env_check, api_key_resolve
 from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult, Project, Task
 from annotation.selectors import rubric_version_current
-from annotation.outbox import task_send_on_commit
+from core.after_commit import task_send_on_commit
 from experts.models import User
 from rubrics.models import RubricItem
 

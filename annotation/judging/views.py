@@ -23,7 +23,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from annotation.errors import DomainError, NotFound
+from core.errors import DomainError, NotFound
 from annotation.exchange.jsonl import import_size_check
 from annotation.judging.imports import judge_labels_import
 from annotation.judging.selectors import judge_run_failures, judge_run_get_for_user, judge_run_list_for_project

@@ -1,6 +1,6 @@
 from django.db import migrations
 
-from rubrics.db import VendorSQL
+from core.db import VendorSQL
 
 PG_SLOT_GUARD = """
 CREATE OR REPLACE FUNCTION rubrica_assignment_slot_within_overlap() RETURNS trigger AS $$

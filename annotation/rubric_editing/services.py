@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import Max
 
-from annotation.errors import Conflict, DomainError, NotFound
+from core.errors import Conflict, DomainError, NotFound
 from annotation.exchange.lock_objects import project_imports_lock
 from annotation.models import Project, Question
 from annotation.publishing import rubric_draft_get_or_create, rubric_version_publish

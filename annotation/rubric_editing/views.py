@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.errors import DomainError, NotFound
+from core.errors import DomainError, NotFound
 from annotation.models import Project, Question
 from annotation.rubric_editing.services import (
     rubric_draft_item_add,

@@ -10,7 +10,7 @@ a matter of database roles, not of rows.
 """
 from django.db import migrations
 
-from rubrics.db import VendorSQL
+from core.db import VendorSQL
 
 PG_REFUSE = """
 CREATE OR REPLACE FUNCTION payments_refuse_change() RETURNS trigger AS $$

@@ -1,6 +1,6 @@
 from django.db import migrations
 
-from rubrics.db import VendorSQL
+from core.db import VendorSQL
 from rubrics.taxonomy import DIMENSIONS
 
 

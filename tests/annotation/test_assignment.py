@@ -6,7 +6,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.assignment.services import assignment_claim_next, leases_expire
-from annotation.errors import Forbidden
+from core.errors import Forbidden
 from annotation.models import Assignment, Task
 from annotation.services import project_add_member
 from experts.models import ExpertProfile

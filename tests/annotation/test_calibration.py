@@ -10,7 +10,7 @@ from rest_framework.authtoken.models import Token
 
 from annotation.assignment.services import assignment_claim_next, expert_check_eligible
 from annotation.calibration.services import calibration_feedback, calibration_start, calibration_state
-from annotation.errors import Conflict, Forbidden
+from core.errors import Conflict, Forbidden
 from annotation.models import (
     Assignment,
     CalibrationAnswer,

@@ -9,7 +9,7 @@ from rest_framework.authtoken.models import Token
 
 from annotation.assignment.services import _lease, assignment_claim_next
 from annotation.calibration.control import expert_resume
-from annotation.errors import Forbidden
+from core.errors import Forbidden
 from annotation.lock_objects import task_lock
 from annotation.models import (
     Assignment,

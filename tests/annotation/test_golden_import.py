@@ -11,7 +11,7 @@ from rest_framework.authtoken.models import Token
 
 from annotation.assignment.services import assignment_claim_next
 from annotation.calibration.golden import GOLDEN_OVERLAP, golden_import
-from annotation.errors import DomainError
+from core.errors import DomainError
 from annotation.models import GoldenReference, ItemConsensus, Task
 from annotation.selectors import rubric_items_for_task
 from annotation.services import project_create

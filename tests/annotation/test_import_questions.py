@@ -9,7 +9,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
-from annotation.errors import DomainError
+from core.errors import DomainError
 from annotation.exchange.questions import questions_import
 from annotation.models import Question, Task
 from annotation.services import project_create

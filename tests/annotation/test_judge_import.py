@@ -7,7 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from annotation.errors import DomainError
+from core.errors import DomainError
 from annotation.exchange.jsonl import format_line_error
 from annotation.judging.imports import judge_labels_import
 from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult, Project, Task

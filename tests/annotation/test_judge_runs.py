@@ -21,7 +21,7 @@ from django.db import connections
 from django.test import Client
 from django.utils import timezone
 
-from annotation.errors import DomainError
+from core.errors import DomainError
 from config.celery import app as celery_app
 from annotation.judging import services
 from annotation.judging.prompt import render_rubric_line

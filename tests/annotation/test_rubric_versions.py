@@ -9,7 +9,7 @@ from rest_framework.authtoken.models import Token
 
 from annotation.assignment.services import assignment_claim_next
 from annotation.calibration.services import calibration_state
-from annotation.errors import Conflict, DomainError, Forbidden
+from core.errors import Conflict, DomainError, Forbidden
 from annotation.exchange.questions import questions_import
 from annotation.models import CalibrationAttempt, GoldenReference, Label, Task
 from annotation.publishing import rubric_version_publish

@@ -3,7 +3,7 @@ import pytest
 from django.utils import timezone
 
 from annotation.assignment.services import assignment_claim_next
-from annotation.errors import Conflict, DomainError, NotFound
+from core.errors import Conflict, DomainError, NotFound
 from annotation.models import Draft, ItemConsensus, Label, Task
 from annotation.selectors import rubric_items_for_task
 from annotation.services import project_add_member

@@ -4,7 +4,7 @@ from decimal import Decimal
 
 import pytest
 
-from annotation.errors import DomainError
+from core.errors import DomainError
 from payments.models import PriceRule
 from payments.pricing import money_round, price_quote, price_rule_create, tier_multiplier_create
 from tests.payments.factories import T0, make_expert, make_paid_project

@@ -8,7 +8,7 @@ from django.db.models import Sum
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from annotation.errors import Conflict
+from core.errors import Conflict
 from payments.ledger import earnings_sweep, ledger_post_earning
 from payments.models import LedgerEntry, Period, Statement
 from payments.pricing import price_rule_create, tier_multiplier_create

@@ -4,7 +4,7 @@ from decimal import Decimal
 
 import pytest
 
-from annotation.errors import Conflict, DomainError, NotFound
+from core.errors import Conflict, DomainError, NotFound
 from annotation.models import Assignment
 from payments.ledger import ledger_post_earning
 from payments.models import LedgerEntry, PaymentSettings, PayoutBatch, Period, Statement

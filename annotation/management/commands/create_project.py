@@ -1,7 +1,7 @@
 """`create_project NAME [--overlap N] [--pm USERNAME]`: prints the new project's id."""
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.errors import DomainError
+from core.errors import DomainError
 from annotation.services import project_create
 from experts.models import Role, User
 

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from annotation.demo import DEMO_URL, demo_load
-from annotation.errors import DomainError
+from core.errors import DomainError
 
 
 class Command(BaseCommand):

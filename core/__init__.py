@@ -1,0 +1,1 @@
+"""What every app shares and no app owns. Imports Django and the standard library only."""

@@ -1,0 +1,123 @@
+"""Every error code the platform answers with, defined once, with its message for users.
+
+A code is a stable contract: the API returns it as `code`, scripts branch on it, and
+tests assert it. Its label is what the user reads, in their language; placeholders are
+filled from `DomainError.params` (or an `errors` entry's `params`). Three codes are
+generic (`invalid`, `conflict`, `forbidden`): their text depends on the case, so the
+service's own message is shown for them. Find a code's every use with grep.
+"""
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext_lazy
+
+
+class ErrorCode(models.TextChoices):
+    # Generic: the service's message says what is wrong.
+    INVALID = "invalid", _("The request is invalid.")
+    CONFLICT = "conflict", _("The request conflicts with the current state.")
+    FORBIDDEN = "forbidden", _("You may not do this.")
+    NOT_FOUND = "not_found", _("Not found, or not yours.")
+
+    # Fields (entries of `errors`).
+    REQUIRED = "required", _("This field is required.")
+    TOO_LONG = "too_long", _("This value is too long.")
+    MISSING = "missing", _("This item has no mark yet.")
+    NOT_BINARY = "not_binary", _("Expected 0 or 1.")
+    NOT_OBJECT = "not_object", _("Expected an object.")
+    UNKNOWN_ITEM = "unknown_item", _("Not a rubric item of this task.")
+
+    # Accounts and membership.
+    INVALID_ROLE = "invalid_role", _("Unknown role %(role)s; expected one of: %(roles)s.")
+    DUPLICATE_USERNAME = "duplicate_username", _("The username %(username)s is already taken.")
+    INVALID_PASSWORD = "invalid_password", _("The password is not accepted: %(reasons)s")
+    NOT_MEMBER = "not_member", _("You are not an annotator in this project.")
+    NO_PROFILE = "no_profile", _("Your account has no expert profile yet; ask an administrator.")
+    PAUSED = "paused", _("Your expert account is paused; contact the project manager.")
+
+    # The expert's loop.
+    LEASE_LIMIT = "lease_limit", _("You already hold as many tasks as you may; finish the one you have first.")
+    LEASE_LOST = "lease_lost", _("Your lease expired and the task went to another expert. Your marks stay "
+                                 "on this page but can no longer be submitted.")
+    ALREADY_SUBMITTED = "already_submitted", _("This task is already submitted; a submission is final.")
+    INVALID_LABELS = "invalid_labels", ngettext_lazy(
+        "%(count)d item has no mark yet or an invalid one; nothing was saved.",
+        "%(count)d items have no mark yet or an invalid one; nothing was saved.",
+        "count")
+    INVALID_NOTES = "invalid_notes", _("A note is too long (at most 2000 characters); nothing was saved.")
+    IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused", _(
+        "This Idempotency-Key was already used for a different request.")
+
+    # Calibration.
+    CALIBRATION_REQUIRED = "calibration_required", _(
+        "Before real tasks, pass the calibration on this project's current rubric.")
+    CALIBRATION_NOT_READY = "calibration_not_ready", _(
+        "Calibration for the current rubric version is not ready yet: the project manager has to "
+        "import more golden reference labels.")
+    ALREADY_CALIBRATED = "already_calibrated", _("You have already passed calibration on this rubric version.")
+    RETRY_LATER = "retry_later", _("You can retry the calibration after %(retry_at)s.")
+    CALIBRATION_STALE = "calibration_stale", _(
+        "The rubric changed while you were calibrating; start a new calibration.")
+    CALIBRATION_FINISHED = "calibration_finished", _("This calibration attempt is finished.")
+    NO_REFERENCES = "no_references", _("This calibration has no reference labels to score against.")
+    INVALID_SETTINGS = "invalid_settings", _("Some settings are out of range; nothing was changed.")
+
+    # Imports and exports.
+    TOO_LARGE = "too_large", _("The file is %(size)s, over the import limit of %(limit)s; "
+                               "split it into smaller files.")
+    INVALID_FILE = "invalid_file", ngettext_lazy(
+        "%(source)s: %(count)d error, nothing was imported. First: %(first)s",
+        "%(source)s: %(count)d errors, nothing was imported. First: %(first)s",
+        "count")
+    INVALID_OPTION = "invalid_option", _("%(field)s: %(message)s")
+    NO_VERSION = "no_version", _("The project has no published rubric version yet: import questions first.")
+
+    # Rubric versions.
+    INVALID_ITEM = "invalid_item", _("The rubric item needs attention; nothing was saved.")
+    PUBLISHED_VERSION = "published_version", _("A published version never changes; edit the draft instead.")
+    NO_CHANGES = "no_changes", _("The draft is identical to the published version; there is nothing to publish.")
+    ALREADY_PUBLISHED = "already_published", _("This version is already published.")
+    EMPTY_VERSION = "empty_version", _("A version without rubric items cannot be published.")
+    REASON_REQUIRED = "reason_required", _("Give a reason; it is recorded with the change.")
+
+    # Judge runs.
+    INVALID_RUN = "invalid_run", _("The judge run was not started; see the fields below.")
+    RUN_FINISHED = "run_finished", _("The judge run has already finished.")
+    NOTHING_TO_RESUME = "nothing_to_resume", _(
+        "Every task of this judge run is done; there is nothing to resume.")
+    IMPORTED_RUN = "imported_run", _("An imported judge run has no requests to cancel or resume.")
+    BAD_URL = "bad_url", _("Enter an http(s) URL such as https://api.openai.com/v1.")
+    RPS_RANGE = "rps_range", _("Enter a rate above 0 and at most %(max)s requests per second.")
+    KEY_CHOICE = "key_choice", _("Give either an API key or the name of an environment variable holding it.")
+    INVALID_KEY_ENV = "invalid_key_env", _(
+        "An environment variable name holds only letters, digits and underscores.")
+    KEY_ENV_INVALID = "key_env_invalid", _(
+        "An environment variable name holds only letters, digits and underscores.")
+    KEY_ENV_NOT_ALLOWED = "key_env_not_allowed", _("This environment variable may not be used for judge keys.")
+    NAME_TAKEN = "name_taken", _("This project already has a judge run with this name.")
+    NO_TASKS = "no_tasks", _("The current rubric version has no tasks to judge yet.")
+
+    # Money.
+    PERIOD_NOT_DUE = "period_not_due", _("This period has not ended yet.")
+    PERIOD_NOT_STARTED = "period_not_started", _("This period has not started yet.")
+    EARLIER_PERIOD_OPEN = "earlier_period_open", _("An earlier period of this project is still open; close it first.")
+    NO_OPEN_PERIOD = "no_open_period", _(
+        "No period of this project is open: nothing has been earned since the last close.")
+    CURRENCY_MISMATCH = "currency_mismatch", _("Entries of this period are in another currency than the project's.")
+    CURRENCY_FIXED = "currency_fixed", _("The currency cannot change once prices or ledger entries exist.")
+    INVALID_CURRENCY = "invalid_currency", _("Unknown currency.")
+    INVALID_PERIOD_LENGTH = "invalid_period_length", _("Unknown period length; expected weekly or biweekly.")
+    BATCH_NOT_DRAFT = "batch_not_draft", _("This payout batch is already approved.")
+    BATCH_PAID = "batch_paid", _("This payout batch is already marked paid.")
+    BATCH_NOT_APPROVED = "batch_not_approved", _("Approve the payout batch before marking it paid.")
+    NOT_PAYABLE = "not_payable", _("Only submitted, paid work can be rejected.")
+    ALREADY_REJECTED = "already_rejected", _("This submission is already rejected.")
+    INVALID_AMOUNT = "invalid_amount", _("Enter a decimal number in range, with at most four decimal places.")
+    EFFECTIVE_TOO_SOON = "effective_too_soon", _(
+        "A change takes effect one minute from now at the earliest; leave the field empty for that. "
+        "Work already submitted keeps its price.")
+    DUPLICATE_RULE = "duplicate_rule", _("A change for this already starts at that instant.")
+    INVALID_DIFFICULTY = "invalid_difficulty", _("Unknown difficulty.")
+    INVALID_TIER = "invalid_tier", _("Unknown tier.")
+
+
+GENERIC_CODES = frozenset({ErrorCode.INVALID, ErrorCode.CONFLICT, ErrorCode.FORBIDDEN})

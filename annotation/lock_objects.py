@@ -1,9 +1,45 @@
-"""Row locks, always taken in one order to keep concurrent requests free of deadlocks.
+"""Row locks of the annotation app, always taken in one order so concurrent work never deadlocks.
 
-Lock order: task, then its assignments (by pk). A function that needs both calls
-`task_lock` first.
+This is the one list of the annotation lock order; every `select_for_update` of the app
+goes through a helper here. A function that needs several locks takes them top to
+bottom; rows of one kind in ascending pk. No function holds a row lock while it waits
+for the network (judge requests run between two short transactions).
+
+1. `rubrics.Rubric` of the project (`project_imports_lock`): imports and publishing.
+   Imports into one project run one after another, so two uploads of the same file
+   cannot both see a question as new and collide on a unique constraint halfway.
+2. `rubrics.RubricVersion` (`rubric_version_lock`): the version being published.
+3. `Project` (`project_lock`): a settings change, a request for an agreement report.
+4. `Task` (`task_lock`, `task_lock_or_skip`; the claim draws its task FOR UPDATE SKIP
+   LOCKED in `annotation.assignment.services`, which is the same row kind).
+5. `Assignment` of that task (`assignment_lock`).
+6. `experts.ExpertProfile` (`expert_profile_lock`): pausing or resuming an expert, also
+   inside a submission after its task and assignment; `experts.tiers` locks the same
+   row last, on its own.
+
+Apart from that chain, each on its own and never inside it:
+
+* `CalibrationAttempt` (`calibration_attempt_lock`) before writing its answers;
+* `JudgeRun` (`judge_run_lock`), then `JudgeTaskResult` rows (`judge_result_lock`).
+
+Money has its own list in `payments.lock_objects`; ledger posting holds no lock of this app.
 """
-from annotation.models import Assignment, Task
+from annotation.models import Assignment, CalibrationAttempt, JudgeRun, JudgeTaskResult, Project, Task
+from experts.models import ExpertProfile
+from rubrics.models import Rubric, RubricVersion
+
+
+def project_imports_lock(*, project: Project) -> None:
+    """Hold the project's rubric row until the surrounding transaction ends."""
+    list(Rubric.objects.select_for_update().filter(pk=project.rubric_id).values_list("pk", flat=True))
+
+
+def rubric_version_lock(version_id: int) -> RubricVersion:
+    return RubricVersion.objects.select_for_update().get(pk=version_id)
+
+
+def project_lock(project_id: int) -> Project | None:
+    return Project.objects.select_for_update(of=("self",)).filter(pk=project_id).first()
 
 
 def task_lock(task_id: int) -> Task:
@@ -17,3 +53,20 @@ def task_lock_or_skip(task_id: int) -> Task | None:
 
 def assignment_lock(assignment_id: int) -> Assignment:
     return Assignment.objects.select_for_update(of=("self",)).get(pk=assignment_id)
+
+
+def expert_profile_lock(user_id: int) -> ExpertProfile | None:
+    return ExpertProfile.objects.select_for_update(of=("self",)).select_related("user").filter(user_id=user_id).first()
+
+
+def calibration_attempt_lock(attempt_id: int) -> CalibrationAttempt:
+    return CalibrationAttempt.objects.select_for_update().get(pk=attempt_id)
+
+
+def judge_run_lock(run_id: int) -> JudgeRun | None:
+    return JudgeRun.objects.select_for_update().filter(pk=run_id).first()
+
+
+def judge_result_lock(result_id: int) -> JudgeTaskResult | None:
+    return (JudgeTaskResult.objects.select_for_update(of=("self",))
+            .select_related("run", "task__response__question").filter(pk=result_id).first())

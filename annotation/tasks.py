@@ -1,15 +1,20 @@
-"""Celery tasks of the annotation app: thin, idempotent wrappers over services."""
+"""Celery tasks of the annotation app: thin, idempotent wrappers over services.
+
+Each task is named after the service it wraps (`annotation.leases_expire` calls
+`leases_expire`), takes keyword arguments only, and is sent after commit through
+`core.after_commit.task_send_on_commit`.
+"""
 from celery import shared_task
 from django.db import OperationalError
 from django.utils import timezone
 
 from annotation.assignment.services import leases_expire
-from annotation.calibration.standing import expert_evaluate
+from annotation.quality.standing import expert_evaluate
 from experts.models import User
 
 
-@shared_task(name="annotation.expire_leases", acks_late=True, soft_time_limit=60, time_limit=90)
-def expire_leases() -> int:
+@shared_task(name="annotation.leases_expire", acks_late=True, soft_time_limit=60, time_limit=90)
+def leases_expire_task() -> int:
     """Return overdue leases to the pool (beat runs it every minute; claims also sweep)."""
     total = 0
     while (n := leases_expire(now=timezone.now())) > 0:
@@ -19,9 +24,9 @@ from annotation.judging.tasks import *  # noqa: F401,F403
 from annotation.agreement.tasks import *  # noqa: F401,F403
 
 
-@shared_task(name="annotation.evaluate_expert", acks_late=True, soft_time_limit=60, time_limit=90,
+@shared_task(name="annotation.expert_evaluate", acks_late=True, soft_time_limit=60, time_limit=90,
              autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
-def evaluate_expert(user_id: int) -> int:
+def expert_evaluate_task(*, user_id: int) -> int:
     """Re-apply the tier rules to one expert after a submission; returns the number of tier changes."""
     user = User.objects.filter(pk=user_id).first()
     if user is None:

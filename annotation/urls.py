@@ -13,6 +13,7 @@ urlpatterns = [
     path("assignments/<int:assignment_id>/submit/", views.submit_view, name="submit_view"),
     path("", include("annotation.judging.urls")),
     path("", include("annotation.calibration.urls")),
+    path("", include("annotation.quality.urls")),
     path("", include("annotation.rubric_editing.urls")),
     path("", include("annotation.dashboard.urls")),
 ]

@@ -17,16 +17,16 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotation.assignment.services import assignment_claim_next
-from annotation.calibration.standing import HomeCard, expert_home_cards
-from core.errors import DomainError, NotFound
+from annotation.quality.standing import HomeCard, expert_home_cards
+from core.errors import DomainError, NotFound, error_message
 from annotation.models import Assignment, Draft, Project, Question, Response, Task
 from annotation.selectors import (
     assignment_get_for_expert,
+    project_access_for_user,
     project_get_for_user,
     project_list_for_user,
     rubric_items_for_task,
@@ -42,36 +42,6 @@ PROJECT = "annotation/project.html"
 # A re-rendered form after a refused request: htmx swaps 422 responses (see base.html).
 UNPROCESSABLE = 422
 MINUS = "\u2212"
-
-
-# --- Domain errors in the user's language -------------------------------------------
-# Services raise DomainError with an English message and a stable code; pages show the
-# message in the user's language where the code is known, and the service's text otherwise.
-
-def domain_message(exc: DomainError) -> str:
-    if exc.code == "invalid_labels":
-        missing = sum(1 for e in exc.errors if e.get("code") == "missing")
-        if missing:
-            return ngettext(
-                "%(count)d item has no mark yet; nothing was submitted.",
-                "%(count)d items have no mark yet; nothing was submitted.",
-                missing,
-            ) % {"count": missing}
-        return _("Some marks are invalid; nothing was submitted.")
-    known = {
-        "not_found": _("Not found, or not yours."),
-        "not_member": _("You are not an annotator in this project."),
-        "no_profile": _("Your account has no expert profile yet; ask an administrator."),
-        "paused": _("Your expert account is paused; contact the project manager."),
-        "lease_limit": _("You already hold as many tasks as you may; finish the one you have first."),
-        "lease_lost": _("Your lease expired and the task went to another expert. Your marks stay "
-                        "on this page but can no longer be submitted."),
-        "already_submitted": _("This task is already submitted; a submission is final."),
-        "invalid_notes": _("A note is too long (at most 2000 characters); nothing was saved."),
-        "too_large": _("The file is over the import size limit; split it into smaller files."),
-        "calibration_required": _("Before real tasks, pass the calibration on this project's current rubric."),
-    }
-    return known.get(exc.code, exc.message)
 
 
 def _render(request: HttpRequest, template: str, fragment: str, context: dict[str, Any],
@@ -176,13 +146,14 @@ def home(request: HttpRequest) -> HttpResponse:
 def next_task(request: HttpRequest, project_id: int) -> HttpResponse:
     """Lease the next task of the project and open it; back home with a message when none is left."""
     try:
-        project = project_get_for_user(request.user, project_id)
-        assignment = assignment_claim_next(project=project, expert=request.user, now=timezone.now())
+        access = project_access_for_user(request.user, project_id)
+        project = access.project
+        assignment = assignment_claim_next(project=project, expert=request.user, now=timezone.now(), access=access)
     except DomainError as exc:
         if exc.code == "calibration_required":
-            messages.info(request, domain_message(exc))
+            messages.info(request, error_message(exc))
             return _redirect(request, reverse("calibration", args=[project_id]))
-        messages.error(request, domain_message(exc))
+        messages.error(request, error_message(exc))
         return _redirect(request, reverse("home"))
     if assignment is None:
         messages.info(request, _("No task is waiting for you in “%(project)s” right now. Thank you!")
@@ -294,7 +265,7 @@ def _annotate_context(assignment: Assignment, *, labels: dict[str, Any] | None =
         "state": state,
         "draft_saved_at": draft.updated_at if draft else None,
         "save_state": "saved" if draft else "idle",
-        "error": domain_message(error) if error else "",
+        "error": error_message(error) if error else "",
         "submitted_count": (Assignment.objects.filter(expert=assignment.expert, task__project=task.project,
                                                       status=Assignment.Status.SUBMITTED).count()
                             if state == "submitted" else 0),
@@ -320,10 +291,7 @@ def _annotate_strings() -> dict[str, str]:
 @require_GET
 def annotate(request: HttpRequest, assignment_id: int) -> HttpResponse:
     """The annotation page of the expert's own assignment: dialogue, reply, rubric items."""
-    try:
-        assignment = assignment_get_for_expert(request.user, assignment_id)
-    except NotFound:
-        raise Http404 from None
+    assignment = assignment_get_for_expert(request.user, assignment_id)
     context = _annotate_context(assignment, now=timezone.now())
     return _render(request, ANNOTATE, "workspace", context)
 
@@ -337,13 +305,13 @@ def draft_save_view(request: HttpRequest, assignment_id: int) -> HttpResponse:
     try:
         draft = draft_save(expert=request.user, assignment_id=assignment_id, labels=labels, notes=notes, now=now)
     except NotFound:
-        raise Http404 from None
+        raise  # the 404 page, from core.middleware
     except DomainError as exc:
         if not request.htmx:
-            messages.error(request, domain_message(exc))
+            messages.error(request, error_message(exc))
             return redirect("annotate", assignment_id)
         return render(request, f"{ANNOTATE}#save_status",
-                      {"save_state": "error", "save_error": domain_message(exc)}, status=UNPROCESSABLE)
+                      {"save_state": "error", "save_error": error_message(exc)}, status=UNPROCESSABLE)
     if not request.htmx:
         messages.success(request, _("Draft saved."))
         return redirect("annotate", assignment_id)
@@ -359,7 +327,7 @@ def submit_view(request: HttpRequest, assignment_id: int) -> HttpResponse:
     try:
         labels_submit(expert=request.user, assignment_id=assignment_id, labels=labels, notes=notes, now=now)
     except NotFound:
-        raise Http404 from None
+        raise  # the 404 page, from core.middleware
     except DomainError as exc:
         assignment = assignment_get_for_expert(request.user, assignment_id)
         context = _annotate_context(assignment, labels=labels, notes=notes, error=exc, now=now)
@@ -393,10 +361,7 @@ def _project_context(project: Project) -> dict[str, Any]:
 @require_GET
 def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
     """A managed project: progress, imports and export links (its PM and admins only)."""
-    try:
-        project = project_get_for_user(request.user, project_id, manage=True)
-    except NotFound:
-        raise Http404 from None
+    project = project_get_for_user(request.user, project_id, manage=True)
     return _render(request, PROJECT, "main", _project_context(project))
 
 
@@ -408,10 +373,7 @@ def project_import(request: HttpRequest, project_id: int, kind: str) -> HttpResp
     from annotation.exchange.questions import questions_import
     from annotation.exchange.responses import responses_import
 
-    try:
-        project = project_get_for_user(request.user, project_id, manage=True)
-    except NotFound:
-        raise Http404 from None
+    project = project_get_for_user(request.user, project_id, manage=True)
     if kind not in IMPORT_KINDS:
         raise Http404
     upload = request.FILES.get("file")
@@ -430,7 +392,7 @@ def project_import(request: HttpRequest, project_id: int, kind: str) -> HttpResp
                 result = responses_import(project=project, data=data, model=model, now=timezone.now())
             outcome["result"] = result
         except DomainError as exc:
-            outcome["error"] = domain_message(exc)
+            outcome["error"] = error_message(exc)
             outcome["errors"] = exc.errors
             status = UNPROCESSABLE
     context = {**_project_context(project), "outcome": outcome}

@@ -90,7 +90,7 @@ def build_project(name: str, copies: int, experts: list[int], seed: int) -> dict
 
     from annotation.exchange.questions import questions_import
     from annotation.models import Assignment, JudgeLabel, JudgeRun, Label, Question, Response, Task
-    from annotation.publishing import tasks_ensure_for_version
+    from annotation.rubric_editing.publishing import tasks_ensure_for_version
     from annotation.selectors import rubric_version_current
     from annotation.services import project_create
     from rubrics.models import RubricItem

@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import random
-import statistics
 import subprocess
 import sys
 import threading
@@ -126,7 +125,7 @@ def main() -> None:
     from annotation.exchange.questions import questions_import
     from annotation.exchange.responses import responses_import
     from annotation.models import Question, Response, Task
-    from annotation.publishing import tasks_ensure_for_version
+    from annotation.rubric_editing.publishing import tasks_ensure_for_version
     from annotation.selectors import rubric_version_current
     from annotation.services import project_add_member, project_create
     from experts.services import user_create

@@ -3,13 +3,16 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from experts import urls as experts_urls
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("annotation.api.urls")),
-    path("accounts/", include("experts.urls")),
+    path("accounts/", include(experts_urls.account_urlpatterns)),
+    path("notifications/", include(experts_urls.notification_urlpatterns)),
     path("payments/", include("payments.urls")),
     path("", include("annotation.urls")),
 ]

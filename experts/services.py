@@ -1,7 +1,7 @@
 """Writes on accounts and expert profiles.
 
-`experts` sits below `annotation`, so its services raise Django's `ValidationError`
-rather than `annotation.errors.DomainError`; callers in higher layers translate it.
+Refusals are `core.errors.DomainError`, as everywhere: the pages and the API map them
+with the same adapters, and commands print their message.
 """
 import secrets
 
@@ -10,6 +10,8 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from rest_framework.authtoken.models import Token
 
+from core.error_codes import ErrorCode
+from core.errors import Conflict, DomainError
 from experts.models import ExpertProfile, Role, User
 
 # Long enough that a generated password is never the weak point; the account is then
@@ -26,20 +28,19 @@ def user_create(*, username: str, role: str, password: str | None = None,
     given password must pass the configured password validators; without one, a random
     password is set. Returns the user and the key of their API token.
 
-    Raises `ValidationError` for an empty or taken username, an unknown role or a
+    Raises `DomainError` for an empty or taken username, an unknown role or a
     password the validators refuse; nothing is written then.
     """
     username = (username or "").strip()
     if not username:
-        raise ValidationError("A username is required.", code="required")
+        raise DomainError("A username is required.", code=ErrorCode.REQUIRED,
+                          errors=[{"field": "username", "message": "required", "code": ErrorCode.REQUIRED}])
     if role not in Role.values:
-        raise ValidationError(
-            "Unknown role %(role)r; expected one of: %(roles)s.",
-            code="invalid_role", params={"role": role, "roles": ", ".join(Role.values)},
-        )
+        params = {"role": repr(role), "roles": ", ".join(Role.values)}
+        raise DomainError("Unknown role %(role)s; expected one of: %(roles)s." % params,
+                          code=ErrorCode.INVALID_ROLE, params=params)
     if User.objects.filter(username=username).exists():
-        raise ValidationError("The username %(username)r is already taken.",
-                              code="duplicate_username", params={"username": username})
+        raise _username_taken(username)
 
     is_admin = role == Role.ADMIN
     user = User(username=username, email=(email or "").strip(), role=role,
@@ -47,7 +48,13 @@ def user_create(*, username: str, role: str, password: str | None = None,
     if password is None:
         password = secrets.token_urlsafe(GENERATED_PASSWORD_BYTES)
     else:
-        validate_password(password, user)
+        try:
+            validate_password(password, user)
+        except ValidationError as exc:
+            reasons = " ".join(exc.messages)
+            raise DomainError(f"The password is not accepted: {reasons}", code=ErrorCode.INVALID_PASSWORD,
+                              params={"reasons": reasons},
+                              errors=[{"field": "password", "message": m} for m in exc.messages]) from exc
     user.set_password(password)
     try:
         # A savepoint, so a concurrent creation of the same name leaves the caller's
@@ -55,10 +62,14 @@ def user_create(*, username: str, role: str, password: str | None = None,
         with transaction.atomic():
             user.save()
     except IntegrityError as exc:
-        raise ValidationError("The username %(username)r is already taken.",
-                              code="duplicate_username", params={"username": username}) from exc
+        raise _username_taken(username) from exc
 
     if role == Role.EXPERT:
         ExpertProfile.objects.create(user=user)
     token = Token.objects.create(user=user)
     return user, token.key
+
+
+def _username_taken(username: str) -> Conflict:
+    return Conflict(f"The username {username!r} is already taken.", code=ErrorCode.DUPLICATE_USERNAME,
+                    params={"username": repr(username)})

@@ -13,6 +13,8 @@ from datetime import datetime
 from django.db import transaction
 from django.utils.translation import gettext_lazy as _
 
+from core.error_codes import ErrorCode
+from core.errors import DomainError
 from experts.models import TIER_ORDER, ExpertProfile, TierChange, TierRule, User, tier_rank
 from experts.notifications import notification_send
 
@@ -163,7 +165,8 @@ def tier_set(*, profile: ExpertProfile, to_tier: str, reason: str, by: User | No
     """Change a tier by hand (an admin), with a reason kept in the history; None when unchanged."""
     reason = (reason or "").strip()
     if not reason:
-        raise ValueError("A tier change needs a reason.")
+        raise DomainError("A tier change needs a reason.", code=ErrorCode.REASON_REQUIRED,
+                          errors=[{"field": "reason", "message": "required"}])
     profile = ExpertProfile.objects.select_for_update().get(pk=profile.pk)
     if profile.tier == to_tier:
         return None

@@ -1,8 +1,16 @@
-"""Sign in and out (Django's auth views; django-axes throttles failed sign-ins)."""
+"""Pages of the experts app: sign in and out (Django's auth views; django-axes throttles failed
+sign-ins) under accounts/, and notifications."""
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-urlpatterns = [
+from experts import views
+
+account_urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+]
+
+notification_urlpatterns = [
+    path("", views.notifications, name="notifications"),
+    path("read/", views.notifications_read, name="notifications_read"),
 ]

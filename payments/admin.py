@@ -12,8 +12,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from core.errors import DomainError
-from payments.messages import domain_message
+from core.errors import DomainError, error_message
 from payments.models import LedgerEntry, PaymentSettings, PayoutBatch, Period, PriceRule, Statement, TierMultiplier
 from payments.pricing import (
     RuleChange, price_rule_clean, price_rule_create, tier_multiplier_clean, tier_multiplier_create,
@@ -43,7 +42,7 @@ class _HistoryForm(forms.ModelForm):
         try:
             change = self.change_clean(data)
         except DomainError as exc:
-            raise ValidationError(domain_message(exc)) from exc
+            raise ValidationError(error_message(exc)) from exc
         data["effective_from"] = change.effective_from
         return data
 

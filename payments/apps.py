@@ -8,6 +8,6 @@ class PaymentsConfig(AppConfig):
 
     def ready(self) -> None:
         # Register the tasks in every process, not only in workers: annotation sends
-        # "payments.post_earning" by name, and in the embedded mode (eager Celery) a
+        # "payments.ledger_post_earning" by name, and in the embedded mode (eager Celery) a
         # task the process does not know would go to the in-memory broker and be lost.
         from payments import tasks  # noqa: F401

@@ -22,9 +22,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from core.errors import DomainError, NotFound
+from core.errors import DomainError, NotFound, error_message
 from payments import permissions, selectors, services
-from payments.messages import domain_message
 from payments.models import PayoutBatch
 
 EARNINGS = "payments/earnings.html"
@@ -61,10 +60,7 @@ def earnings(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def statement_detail(request: HttpRequest, statement_id: int) -> HttpResponse:
-    try:
-        statement = selectors.statement_get_for_expert(request.user, statement_id)
-    except NotFound:
-        raise Http404(_("Not found, or not yours.")) from None
+    statement = selectors.statement_get_for_expert(request.user, statement_id)
     return render(request, STATEMENT, {"statement": statement, "lines": selectors.statement_lines(statement)})
 
 
@@ -92,33 +88,24 @@ def _project_context(request: HttpRequest, project_id: int) -> dict[str, Any]:
 @login_required
 @require_GET
 def project_costs(request: HttpRequest, project_id: int) -> HttpResponse:
-    try:
-        context = _project_context(request, project_id)
-    except NotFound:
-        raise Http404(_("Not found, or not yours.")) from None
+    context = _project_context(request, project_id)
     return render(request, _fragment(request, PROJECT_COSTS, "main"), context)
 
 
 def _after_action(request: HttpRequest, project_id: int, *, done: str | None = None,
                   error: DomainError | None = None) -> HttpResponse:
     """The project cost page after a POST: the fragment for htmx, else a redirect with a message."""
+    if isinstance(error, NotFound):
+        raise error  # the 404 page, from core.middleware
     if request.htmx:
-        try:
-            context = _project_context(request, project_id)
-        except NotFound:
-            raise Http404(_("Not found, or not yours.")) from None
-        context |= {"notice": done, "error": domain_message(error) if error else None}
+        context = _project_context(request, project_id)
+        context |= {"notice": done, "error": error_message(error) if error else None}
         return render(request, f"{PROJECT_COSTS}#main", context, status=UNPROCESSABLE if error else 200)
     if error:
-        messages.error(request, domain_message(error))
+        messages.error(request, error_message(error))
     else:
         messages.success(request, done)
     return redirect(reverse("project_costs", args=[project_id]))
-
-
-def _not_found_to_404(exc: DomainError) -> None:
-    if isinstance(exc, NotFound):
-        raise Http404(_("Not found, or not yours.")) from None
 
 
 @login_required
@@ -128,7 +115,6 @@ def period_close(request: HttpRequest, project_id: int) -> HttpResponse:
     try:
         settled = services.period_close_now(actor=request.user, project_id=project_id, now=timezone.now())
     except DomainError as exc:
-        _not_found_to_404(exc)
         return _after_action(request, project_id, error=exc)
     count = sum(len(s.statements) for s in settled)
     return _after_action(request, project_id, done=_("Period closed: %(count)d statements written.")
@@ -143,17 +129,13 @@ def submission_reject(request: HttpRequest, project_id: int, assignment_id: int)
         entry = services.submission_reject(actor=request.user, assignment_id=assignment_id,
                                            reason=request.POST.get("reason", ""), now=timezone.now())
     except DomainError as exc:
-        _not_found_to_404(exc)
         return _after_action(request, project_id, error=exc)
     return _after_action(request, entry.project_id, done=_("Submission rejected; %(amount)s %(currency)s reversed.")
                          % {"amount": -entry.amount, "currency": entry.currency})
 
 
 def _batch_action(request: HttpRequest, batch_id: int, action: Callable[..., PayoutBatch], done: str) -> HttpResponse:
-    try:
-        batch = selectors.payout_batch_get_for_settler(request.user, batch_id)
-    except NotFound:
-        raise Http404(_("Not found, or not yours.")) from None
+    batch = selectors.payout_batch_get_for_settler(request.user, batch_id)
     try:
         action(actor=request.user, batch_id=batch.pk)
     except DomainError as exc:
@@ -188,10 +170,7 @@ def _cell(value: str) -> str:
 @require_GET
 def batch_csv(request: HttpRequest, batch_id: int) -> HttpResponse:
     """The payouts of one batch as CSV, one row per expert with something to pay (finance)."""
-    try:
-        batch = selectors.payout_batch_get_for_settler(request.user, batch_id)
-    except NotFound:
-        raise Http404(_("Not found, or not yours.")) from None
+    batch = selectors.payout_batch_get_for_settler(request.user, batch_id)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="payouts-batch-{batch.pk}.csv"'
     # A byte-order mark, so spreadsheet programs read the Chinese names as UTF-8.

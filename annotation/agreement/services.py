@@ -9,8 +9,8 @@ queueing another computation, and the computation it schedules (after
 Once a computation starts, its row is no longer pending, so a label that lands during
 the computation schedules the next one.
 
-Lock order: the project row only (``select_for_update``), held for the few statements
-that look for a pending row and create one.
+Locks: the project row only (``project_lock``, order in ``annotation.lock_objects``),
+held for the few statements that look for a pending row and create one.
 """
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ from django.db.models import Q
 from annotation.agreement.report import material_load, report_params, report_payload
 from annotation.agreement.material import Material
 from annotation.models import AgreementReport, JudgeRun, Project, Task
+from annotation.lock_objects import project_lock
+from core.after_commit import task_send_on_commit
 from rubrics.models import RubricVersion
 
 logger = logging.getLogger(__name__)
@@ -117,7 +119,7 @@ def agreement_report_request(*, project: Project, now: datetime, judge_run: Judg
     """
     delay = debounce_seconds() if debounce_s is None else max(0, int(debounce_s))
     with transaction.atomic():
-        Project.objects.select_for_update(of=("self",)).filter(pk=project.pk).first()
+        project_lock(project.pk)
         pending = (AgreementReport.objects.filter(project=project, judge_run=judge_run,
                                                   status=AgreementReport.Status.PENDING)
                    .order_by("-requested_at", "-pk").first())
@@ -127,17 +129,9 @@ def agreement_report_request(*, project: Project, now: datetime, judge_run: Judg
             pending = AgreementReport.objects.create(project=project, judge_run=judge_run, requested_at=now,
                                                      status=AgreementReport.Status.PENDING)
         report_id = pending.pk
-        transaction.on_commit(lambda: _send_compute(project.pk, report_id, delay))
+        task_send_on_commit("annotation.agreement_report_compute", countdown=delay, project_id=project.pk,
+                            report_id=report_id)
     return pending
-
-
-def _send_compute(project_id: int, report_id: int, delay: int) -> None:
-    # Imported here, not at the top: the task module wraps this one. Importing it also
-    # registers the task in a web process, where Celery's autodiscovery has not run, so
-    # the embedded (eager) mode computes in-process instead of sending to no worker.
-    from annotation.agreement.tasks import compute_agreement
-
-    compute_agreement.apply_async(args=[project_id], kwargs={"report_id": report_id}, countdown=delay)
 
 
 def _stale_after() -> timedelta:

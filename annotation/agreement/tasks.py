@@ -12,12 +12,13 @@ from annotation.agreement.services import (
 )
 from annotation.models import JudgeRun, Project
 
-__all__ = ["compute_agreement", "request_agreement"]
+__all__ = ["agreement_report_compute_task", "agreement_report_request_task"]
 
 
-@shared_task(name="annotation.compute_agreement", acks_late=True, autoretry_for=TRANSIENT_ERRORS,
+@shared_task(name="annotation.agreement_report_compute", acks_late=True, autoretry_for=TRANSIENT_ERRORS,
              retry_backoff=True, retry_backoff_max=300, max_retries=5, soft_time_limit=900, time_limit=960)
-def compute_agreement(project_id: int, judge_run_id: int | None = None, report_id: int | None = None) -> int | None:
+def agreement_report_compute_task(*, project_id: int, judge_run_id: int | None = None,
+                                  report_id: int | None = None) -> int | None:
     """Compute a project's agreement report; returns the stored report's id (None when nothing was due).
 
     With `report_id` it fills that pending row (a debounced or on-demand request) and
@@ -39,9 +40,9 @@ def compute_agreement(project_id: int, judge_run_id: int | None = None, report_i
     return agreement_report_compute(project=project, judge_run=run, now=now).pk
 
 
-@shared_task(name="annotation.request_agreement", acks_late=True, autoretry_for=TRANSIENT_ERRORS,
+@shared_task(name="annotation.agreement_report_request", acks_late=True, autoretry_for=TRANSIENT_ERRORS,
              retry_backoff=True, max_retries=5, soft_time_limit=30, time_limit=60)
-def request_agreement(project_id: int) -> int | None:
+def agreement_report_request_task(*, project_id: int) -> int | None:
     """Labels arrived in `project_id`: ask for a debounced recompute; returns the pending report's id."""
     project = Project.objects.filter(pk=project_id).first()
     if project is None:

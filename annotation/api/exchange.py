@@ -1,4 +1,5 @@
-"""API for imports and the consensus export: thin views over `annotation.exchange`.
+"""API for imports (questions, responses, golden references, judge labels) and the consensus
+export: thin views over `annotation.exchange`.
 
 Only the project's PM or an admin reaches these; anyone else gets the same 404 as for
 a project that does not exist.
@@ -21,6 +22,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.exchange.golden import golden_import
+from annotation.exchange.judge_labels import judge_labels_import
 from annotation.exchange.export import FORMATS, consensus_export, consensus_rows, export_format_check
 from annotation.exchange.jsonl import upload_read
 from annotation.exchange.questions import questions_import
@@ -142,3 +145,69 @@ class ConsensusExportApi(APIView):
                                          content_type=content_type)
         response["Content-Disposition"] = f'attachment; filename="project-{project.pk}-consensus.{extension}"'
         return response
+
+
+class GoldenImportApi(APIView):
+    """Import golden reference labels (JSONL: question_id, model, labels [0/1 per rubric position],
+    optional rationale [text per position]) for tasks of the current rubric version, all or nothing."""
+
+    parser_classes = [MultiPartParser]
+
+    class InputSerializer(serializers.Serializer):
+        file = serializers.FileField()
+
+    class OutputSerializer(serializers.Serializer):
+        tasks = serializers.IntegerField(help_text="golden tasks written")
+        references = serializers.IntegerField(help_text="reference labels written")
+        version = serializers.IntegerField(help_text="the rubric version they belong to")
+
+    @extend_schema(operation_id="golden_import", request={"multipart/form-data": InputSerializer},
+                   responses={201: OutputSerializer, 404: _NOT_FOUND})
+    def post(self, request: Request, project_id: int) -> Response:
+        project = project_get_for_user(request.user, project_id, manage=True)
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        upload = body.validated_data["file"]
+        result = golden_import(project=project, data=upload_read(upload), now=timezone.now(), source=upload.name)
+        out = {"tasks": result.tasks, "references": result.references, "version": result.version}
+        return Response(self.OutputSerializer(out).data, status=status.HTTP_201_CREATED)
+
+
+class JudgeLabelsImportApi(APIView):
+    """Import judge labels (question_id, model, detail, reason per line) under a named run, all or nothing."""
+
+    parser_classes = [MultiPartParser]
+
+    @extend_schema_serializer(component_name="JudgeLabelsImportInput")
+    class InputSerializer(serializers.Serializer):
+        file = serializers.FileField(help_text="JSONL: question_id, model, detail [0/1 per rubric position], "
+                                               "optional reason")
+        run = serializers.CharField(max_length=100, help_text="judge run name; labels are added if it exists")
+        judge_model = serializers.CharField(max_length=200, required=False, allow_blank=True)
+        prompt_version = serializers.CharField(max_length=100, required=False, allow_blank=True)
+
+    @extend_schema_serializer(component_name="JudgeLabelsImportOutput")
+    class OutputSerializer(serializers.Serializer):
+        run = serializers.IntegerField(help_text="the judge run id")
+        created = serializers.IntegerField(help_text="judged responses added")
+        labels_created = serializers.IntegerField()
+        skipped = serializers.IntegerField(help_text="rows the run already held as they are")
+
+    @extend_schema(
+        operation_id="judge_labels_import",
+        request={"multipart/form-data": InputSerializer},
+        responses={201: OutputSerializer, 400: _ERROR, 404: OpenApiResponse(description="No such project."),
+                   413: _ERROR},
+    )
+    def post(self, request: Request, project_id: int) -> Response:
+        project = project_get_for_user(request.user, project_id, manage=True)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        upload = data["file"]
+        result = judge_labels_import(project=project, data=upload_read(upload), run_name=data["run"],
+                                     judge_model=data.get("judge_model"), prompt_version=data.get("prompt_version"),
+                                     created_by=request.user, now=timezone.now(), source=upload.name)
+        body = {"run": result.run.pk, "created": result.created, "labels_created": result.labels_created,
+                "skipped": result.skipped}
+        return Response(self.OutputSerializer(body).data, status=status.HTTP_201_CREATED)

@@ -1,25 +1,56 @@
 """REST API v1 routes."""
-from django.urls import include, path
+from django.urls import path
 
+from annotation.api import calibration, notifications, quality, rubrics
 from annotation.api.agreement import AgreementRecomputeApi, AgreementReportApi
-from annotation.api.exchange import ConsensusExportApi, QuestionsImportApi, ResponsesImportApi
-from annotation.api.judging import JudgeLabelsImportApi, JudgeRunProgressApi
+from annotation.api.exchange import (
+    ConsensusExportApi,
+    GoldenImportApi,
+    JudgeLabelsImportApi,
+    QuestionsImportApi,
+    ResponsesImportApi,
+)
+from annotation.api.judging import JudgeRunProgressApi
 from annotation.api.projects import ProjectCreateApi
 from annotation.api.work import AssignmentDetailApi, DraftApi, NextTaskApi, SubmitApi
 
 urlpatterns = [
     path("projects/", ProjectCreateApi.as_view(), name="api-project-create"),
+    # The expert's loop.
     path("projects/<int:project_id>/next-task/", NextTaskApi.as_view(), name="api-next-task"),
     path("assignments/<int:assignment_id>/", AssignmentDetailApi.as_view(), name="api-assignment"),
     path("assignments/<int:assignment_id>/draft/", DraftApi.as_view(), name="api-draft"),
     path("assignments/<int:assignment_id>/submit/", SubmitApi.as_view(), name="api-submit"),
+    # Imports and the export.
     path("projects/<int:project_id>/questions/import/", QuestionsImportApi.as_view(), name="api-questions-import"),
     path("projects/<int:project_id>/responses/import/", ResponsesImportApi.as_view(), name="api-responses-import"),
-    path("projects/<int:project_id>/export/", ConsensusExportApi.as_view(), name="api-consensus-export"),
+    path("projects/<int:project_id>/golden/import/", GoldenImportApi.as_view(), name="api-golden-import"),
     path("projects/<int:project_id>/judge-labels/import/", JudgeLabelsImportApi.as_view(),
          name="api-judge-labels-import"),
+    path("projects/<int:project_id>/export/", ConsensusExportApi.as_view(), name="api-consensus-export"),
+    # Rubric editing.
+    path("projects/<int:project_id>/rubric-versions/draft/", rubrics.RubricDraftApi.as_view(),
+         name="api-rubric-draft"),
+    path("projects/<int:project_id>/rubric-versions/draft/items/", rubrics.RubricDraftItemsApi.as_view(),
+         name="api-rubric-draft-items"),
+    path("projects/<int:project_id>/rubric-items/<int:item_id>/", rubrics.RubricItemApi.as_view(),
+         name="api-rubric-item"),
+    path("projects/<int:project_id>/rubric-versions/<int:number>/publish/",
+         rubrics.RubricVersionPublishApi.as_view(), name="api-rubric-version-publish"),
+    # Calibration and expert quality.
+    path("projects/<int:project_id>/calibration/", calibration.CalibrationApi.as_view(), name="api-calibration"),
+    path("calibration/<int:attempt_id>/", calibration.CalibrationAttemptApi.as_view(),
+         name="api-calibration-attempt"),
+    path("calibration/<int:attempt_id>/tasks/<int:position>/", calibration.CalibrationTaskApi.as_view(),
+         name="api-calibration-task"),
+    path("projects/<int:project_id>/quality-settings/", quality.QualitySettingsApi.as_view(),
+         name="api-quality-settings"),
+    path("me/portrait/", quality.MyPortraitApi.as_view(), name="api-my-portrait"),
+    path("projects/<int:project_id>/experts/<int:user_id>/portrait/", quality.ExpertPortraitApi.as_view(),
+         name="api-expert-portrait"),
+    path("notifications/", notifications.NotificationsApi.as_view(), name="api-notifications"),
+    # Judging and agreement.
     path("judge-runs/<int:run_id>/", JudgeRunProgressApi.as_view(), name="api-judge-run"),
-    path("", include("annotation.api.quality_urls")),
     path("projects/<int:project_id>/agreement/", AgreementReportApi.as_view(), name="api-agreement"),
     path("projects/<int:project_id>/agreement/recompute/", AgreementRecomputeApi.as_view(),
          name="api-agreement-recompute"),

@@ -2,28 +2,24 @@
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.api.common import require_expert as _require_expert
 from annotation.api.serializers import AssignmentOut, SubmitIn, SubmitOut
 from annotation.assignment.services import assignment_claim_next
 from annotation.idempotency import idempotent_call
-from annotation.selectors import assignment_get_for_expert, project_get_for_user
+from annotation.selectors import assignment_get_for_expert, project_access_for_user
 from annotation.submission.services import draft_save, labels_submit
-
-
-def _require_expert(request) -> None:
-    if not request.user.is_expert:
-        raise PermissionDenied("Only experts annotate.")
 
 
 class NextTaskApi(APIView):
     @extend_schema(request=None, responses={200: AssignmentOut, 204: OpenApiResponse(description="No task left")})
     def post(self, request, project_id: int):
         _require_expert(request)
-        project = project_get_for_user(request.user, project_id)
-        assignment = assignment_claim_next(project=project, expert=request.user, now=timezone.now())
+        access = project_access_for_user(request.user, project_id)
+        assignment = assignment_claim_next(project=access.project, expert=request.user, now=timezone.now(),
+                                           access=access)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(AssignmentOut(assignment).data)

@@ -35,7 +35,7 @@ them. Matching works inside that draw and never outside the assignment rules:
 import random
 from collections.abc import Sequence
 
-from annotation.calibration.portrait import golden_counts_by_dimension
+from annotation.quality.portrait import golden_counts_by_dimension
 from annotation.models import Task
 from experts.models import ExpertProfile, User
 from rubrics.models import RubricItem

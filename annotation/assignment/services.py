@@ -7,7 +7,7 @@ never gets back a task whose lease they let expire. The database enforces both r
 
 Eligibility (all of it, or no task): annotate permission in the project, an active
 expert profile, a passing calibration once the project has a golden set
-(`annotation.calibration.gate.calibration_check`), a free lease under the
+(`annotation.calibration.services.calibration_check`), a free lease under the
 expert's limit; and per task, a tier that allows the question's difficulty
 (`project.hard_min_tier`). Among eligible tasks the draw may lean toward the
 expert's strengths (`annotation.assignment.matching`), and at `project.control_rate_pct`
@@ -22,12 +22,12 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from annotation import permissions
 from annotation.assignment import matching
-from annotation.calibration.gate import calibration_check
+from annotation.calibration.services import calibration_check
 from annotation.calibration.selectors import golden_task_ids_seen_in_calibration, golden_usable_tasks
 from core.errors import Conflict, Forbidden
 from annotation.lock_objects import task_lock, task_lock_or_skip
 from annotation.models import Assignment, Difficulty, Project, Task
-from annotation.selectors import rubric_version_current
+from annotation.selectors import ProjectAccess, rubric_version_current
 from experts.models import ExpertProfile, User, tier_rank
 from rubrics.models import RubricVersion
 
@@ -49,26 +49,15 @@ def free_slot(task: Task) -> int:
     return next(n for n in range(1, task.overlap + 1) if n not in taken)
 
 
-def _expert_check_active(*, project: Project, expert: User) -> ExpertProfile:
-    if not permissions.can_annotate(expert, project):
+def _expert_check_active(*, project: Project, expert: User, access: ProjectAccess | None) -> ExpertProfile:
+    known = access is not None and access.project.pk == project.pk and access.user.pk == expert.pk
+    if not (access.annotates if known else permissions.can_annotate(expert, project)):
         raise Forbidden("You are not an annotator in this project.", code="not_member")
     profile = ExpertProfile.objects.filter(user=expert).first()
     if profile is None:
         raise Forbidden("Your account has no expert profile.", code="no_profile")
     if not profile.is_active:
         raise Forbidden("Your expert account is paused; contact the project manager.", code="paused")
-    return profile
-
-
-def expert_check_eligible(*, project: Project, expert: User) -> ExpertProfile:
-    """The expert's profile if they may take new work in `project`; otherwise Forbidden with the reason.
-
-    Codes: "not_member", "no_profile", "paused", "calibration_required" (the page sends
-    the expert to calibration). The lease limit and the tier's difficulty gate apply
-    when drawing (`assignment_claim_next`).
-    """
-    profile = _expert_check_active(project=project, expert=expert)
-    calibration_check(project=project, expert=expert)
     return profile
 
 
@@ -122,12 +111,14 @@ def _draw_control(*, project: Project, version: RubricVersion, expert: User, dif
 
 
 def assignment_claim_next(*, project: Project, expert: User, now: datetime,
-                          rng: random.Random | None = None) -> Assignment | None:
+                          rng: random.Random | None = None, access: ProjectAccess | None = None) -> Assignment | None:
     """Lease the next task in `project` to `expert`, or return None when no task is left for them.
 
     An unexpired lease the expert already holds in the project is returned again, so
     "next task" never hoards work (and a lease taken before a rubric change may still
-    be finished). Otherwise the expert must be eligible (`expert_check_eligible`). The
+    be finished). Otherwise the expert must be eligible: a member ("not_member"; an
+    `access` from `project_access_for_user` already says so), with an active profile
+    ("no_profile", "paused") and calibrated ("calibration_required"). The
     draw takes candidates past random points of the task ring among tasks the expert
     may take and never held, and picks one by matching weight; SKIP LOCKED lets
     concurrent experts pass each other instead of queueing on one row. With
@@ -136,7 +127,7 @@ def assignment_claim_next(*, project: Project, expert: User, now: datetime,
     work is left, so the end of a project looks the same to everyone.
     """
     rng = rng or random
-    profile = _expert_check_active(project=project, expert=expert)
+    profile = _expert_check_active(project=project, expert=expert, access=access)
     current = (Assignment.objects.filter(expert=expert, task__project=project, status=Assignment.Status.LEASED,
                                          expires_at__gt=now).order_by("leased_at").first())
     if current is not None:

@@ -1,1 +1,1 @@
-"""Expert quality: golden set, calibration, silent control tasks, portraits and tier standing."""
+"""Calibration: an expert answers golden tasks before real work; the golden set it draws from."""

@@ -1,32 +1,11 @@
-"""Reads for the quality pages: project members, golden material, scoped lookups."""
+"""Reads for calibration: the usable golden material and the expert's own attempts."""
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
-from guardian.shortcuts import get_users_with_perms
 
 from core.errors import NotFound
 from annotation.models import CalibrationAttempt, CalibrationTask, GoldenReference, Project, Task
-from experts.models import Role, User
+from experts.models import User
 from rubrics.models import RubricItem, RubricVersion
-
-
-def project_experts(project: Project) -> QuerySet[User]:
-    """Experts who annotate in `project`."""
-    users = get_users_with_perms(project, only_with_perms_in=["annotate_project"], with_group_users=False)
-    return User.objects.filter(pk__in=users.values("pk"), role=Role.EXPERT).order_by("username")
-
-
-def project_managers(project: Project) -> QuerySet[User]:
-    """PMs who manage `project` (admins are not notified per project)."""
-    users = get_users_with_perms(project, only_with_perms_in=["manage_project"], with_group_users=False)
-    return User.objects.filter(pk__in=users.values("pk"), role=Role.PM).order_by("username")
-
-
-def project_expert_get(project: Project, user_id) -> User:
-    """An expert of `project` by id, or NotFound (also for an id outside the project)."""
-    try:
-        return project_experts(project).get(pk=int(user_id))
-    except (User.DoesNotExist, TypeError, ValueError):
-        raise NotFound("No such expert in this project.") from None
 
 
 def golden_usable_tasks(*, project: Project, version: RubricVersion) -> QuerySet[Task]:

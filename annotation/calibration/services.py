@@ -15,7 +15,7 @@ Rules (DESIGN step 3, issue 3):
   attempt of the project stale (`calibrations_mark_stale`).
 * Calibration answers are not labels: no assignment, no consensus, no pay.
 
-Lock order: the attempt row (`select_for_update`) before its answers.
+Locks: the attempt row before its answers (`annotation.lock_objects`).
 """
 import random
 from dataclasses import dataclass
@@ -25,11 +25,13 @@ from decimal import ROUND_HALF_UP, Decimal
 from django.db import IntegrityError, transaction
 
 from annotation import permissions
+from annotation.lock_objects import calibration_attempt_lock
 from annotation.calibration.selectors import attempt_get_for_expert, golden_usable_tasks, project_has_golden_set
+from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError, Forbidden, NotFound
 from annotation.models import CalibrationAnswer, CalibrationAttempt, CalibrationTask, GoldenReference, Project
 from annotation.selectors import rubric_items_for_task, rubric_version_current
-from annotation.submission.services import labels_clean
+from annotation.labels import labels_clean
 from experts.models import User
 from rubrics.models import RubricVersion
 
@@ -52,10 +54,6 @@ class CalibrationState:
     @property
     def ready(self) -> bool:
         return self.version is not None and self.available >= self.size
-
-    @property
-    def calibrated(self) -> bool:
-        return not self.required or self.passed is not None
 
     @property
     def status(self) -> str:
@@ -99,6 +97,21 @@ def calibration_state(*, project: Project, expert: User, now: datetime,
                             last=last, retry_at=retry_at)
 
 
+def calibration_check(*, project: Project, expert: User) -> None:
+    """Raise Forbidden (code "calibration_required") unless the expert may lease real work in `project`.
+
+    Calibration gates work once the project has a golden set; from then on the expert
+    needs a passed attempt that no rubric change has made stale.
+    """
+    if not project_has_golden_set(project):
+        return
+    if CalibrationAttempt.objects.filter(project=project, expert=expert,
+                                         status=CalibrationAttempt.Status.PASSED).exists():
+        return
+    raise Forbidden("Pass the calibration on the project's current rubric version before taking real tasks.",
+                    code=ErrorCode.CALIBRATION_REQUIRED)
+
+
 def calibration_start(*, project: Project, expert: User, now: datetime,
                       rng: random.Random | None = None) -> CalibrationAttempt:
     """Start a calibration attempt (or return the one in progress) with a fresh random draw of golden tasks.
@@ -115,7 +128,9 @@ def calibration_start(*, project: Project, expert: User, now: datetime,
     if state.passed is not None:
         raise Conflict("You have already passed calibration on this rubric version.", code="already_calibrated")
     if state.retry_at is not None:
-        raise Conflict(f"You can retry calibration after {state.retry_at:%Y-%m-%d %H:%M} UTC.", code="retry_later")
+        retry_at = f"{state.retry_at:%Y-%m-%d %H:%M} UTC"
+        raise Conflict(f"You can retry calibration after {retry_at}.", code=ErrorCode.RETRY_LATER,
+                       params={"retry_at": retry_at})
     if not state.ready:
         raise Conflict("Calibration for the current rubric version is not ready yet: the project manager has to "
                        "import more golden reference labels.", code="calibration_not_ready")
@@ -163,7 +178,7 @@ def calibration_answer(*, expert: User, attempt_id, position, labels, now: datet
     items = rubric_items_for_task(calibration_task.task)
     clean = labels_clean(labels, [i.item_key for i in items], partial=False)
     with transaction.atomic():
-        attempt = CalibrationAttempt.objects.select_for_update().get(pk=attempt.pk)
+        attempt = calibration_attempt_lock(attempt.pk)
         _require_open(attempt)
         CalibrationAnswer.objects.filter(attempt=attempt, task_id=calibration_task.task_id).delete()
         CalibrationAnswer.objects.bulk_create(

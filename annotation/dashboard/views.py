@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
@@ -31,7 +31,6 @@ from annotation.agreement.selectors import (
 )
 from annotation.agreement.services import agreement_report_request, judge_run_default
 from annotation.dashboard.context import ReportView
-from core.errors import NotFound
 from annotation.models import JudgeRun, Project
 from annotation.selectors import project_get_for_user
 
@@ -40,19 +39,13 @@ ITEMS = "annotation/dashboard/items.html"
 
 
 def _managed_project(request: HttpRequest, project_id: int) -> Project:
-    try:
-        return project_get_for_user(request.user, project_id, manage=True)
-    except NotFound:
-        raise Http404 from None
+    return project_get_for_user(request.user, project_id, manage=True)
 
 
 def _chosen_run(project: Project, raw: str | None) -> JudgeRun | None:
     if raw in (None, ""):
         return None
-    try:
-        return judge_run_get_for_project(project, raw)
-    except NotFound:
-        raise Http404 from None
+    return judge_run_get_for_project(project, raw)
 
 
 def _status_context(project: Project) -> dict[str, Any]:

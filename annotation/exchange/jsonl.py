@@ -13,6 +13,7 @@ from typing import Any
 
 from django.conf import settings
 
+from core.error_codes import ErrorCode
 from core.errors import DomainError
 
 MAX_LISTED_ERRORS = 50
@@ -45,8 +46,9 @@ def import_size_check(*, size: int) -> None:
     if size > limit:
         message = (f"The file is {_megabytes(size)}, over the import limit of {_megabytes(limit)}; "
                    "split it into smaller files.")
-        raise DomainError(message, code="too_large", status=413,
-                          errors=[{"line": None, "field": "file", "message": message}])
+        raise DomainError(message, code=ErrorCode.TOO_LARGE, status=413,
+                          errors=[{"line": None, "field": "file", "message": message}],
+                          params={"size": _megabytes(size), "limit": _megabytes(limit)})
 
 
 def upload_read(upload) -> bytes:
@@ -91,11 +93,12 @@ class LineErrors:
         if not self.total:
             return
         first = format_line_error(self.listed[0])
+        if self.total > len(self.listed):
+            first += f" ({len(self.listed)} errors listed, {self.total - len(self.listed)} more not shown)"
         noun = "error" if self.total == 1 else "errors"
         summary = f"{source}: {self.total} {noun}, nothing was imported. First: {first}"
-        if self.total > len(self.listed):
-            summary += f" ({len(self.listed)} errors listed, {self.total - len(self.listed)} more not shown)"
-        raise DomainError(summary, code="invalid_file", errors=list(self.listed))
+        raise DomainError(summary, code=ErrorCode.INVALID_FILE, errors=list(self.listed),
+                          params={"source": source, "count": self.total, "first": first})
 
 
 def format_line_error(error: dict[str, Any]) -> str:

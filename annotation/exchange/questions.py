@@ -49,9 +49,9 @@ from django.db import transaction
 
 from annotation.exchange.bulk import rows_insert
 from annotation.exchange.jsonl import ImportResult, LineErrors, RowReader, describe, import_size_check, jsonl_objects
-from annotation.exchange.lock_objects import project_imports_lock
+from annotation.lock_objects import project_imports_lock
 from annotation.models import Difficulty, Project, Question
-from annotation.publishing import rubric_draft_get_or_create, rubric_version_publish
+from annotation.rubric_editing.publishing import rubric_draft_get_or_create, rubric_version_publish
 from annotation.selectors import rubric_version_current
 from rubrics.models import Dimension, RubricItem
 

@@ -17,9 +17,9 @@ from django.db import transaction
 
 from core.errors import DomainError
 from annotation.exchange.jsonl import ImportResult, LineErrors, RowReader, describe, import_size_check, jsonl_objects
-from annotation.exchange.lock_objects import project_imports_lock
+from annotation.lock_objects import project_imports_lock
 from annotation.models import Project, Question, Response
-from annotation.publishing import tasks_ensure_for_version
+from annotation.rubric_editing.publishing import tasks_ensure_for_version
 from annotation.selectors import rubric_version_current
 
 MODEL_NAME_MAX = 200

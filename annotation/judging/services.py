@@ -13,8 +13,8 @@ Resuming turns failed results back to pending and starts a walker; done results 
 never asked again. The walker (`judge_run_step`) works for a time budget and then
 hands over to a fresh Celery task, so one run never outlives a task time limit.
 
-Lock order: a JudgeRun row, then JudgeTaskResult rows; no function here holds a row
-lock while it waits for the network.
+Locks: a JudgeRun row, then JudgeTaskResult rows, never while waiting for the network
+(the order is `annotation.lock_objects`).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -36,7 +36,8 @@ from django.core.validators import URLValidator
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Min, Q
 
-from core.errors import DomainError
+from annotation.lock_objects import judge_result_lock, judge_run_lock
+from core.errors import DomainError, NotFound
 from annotation.judging.client import ChatClient, Completer, JudgeRequestError, judge_one
 from annotation.judging.prompt import PROMPT_VERSION, JudgeAnswer, JudgeParseError
 from annotation.judging.ratelimit import rate_limiter_for_run
@@ -48,6 +49,9 @@ from experts.models import User
 from rubrics.models import RubricItem
 
 logger = logging.getLogger(__name__)
+
+# The Celery task that walks a run (annotation.judging.tasks), sent by name.
+JUDGE_RUN_STEP = "annotation.judge_run_step"
 
 MAX_RPS = 50.0
 NAME_MAX = 100
@@ -64,21 +68,20 @@ _url_validator = URLValidator(schemes=["http", "https"])
 # --- Starting, cancelling, resuming ------------------------------------------------------
 
 def judge_run_start(*, project: Project, name: str, base_url: str, judge_model: str, api_key: str | None,
-                    api_key_env: str | None, requests_per_second: float, created_by: User | None,
-                    now: datetime) -> JudgeRun:
+                    api_key_env: str | None, requests_per_second: float, created_by: User | None) -> JudgeRun:
     """Start a live judge run over every non-golden task of the project's current rubric version.
 
     The key is stored Fernet-encrypted (`api_key`) or named by an allowed environment
     variable the workers read (`api_key_env`); exactly one of the two. Raises
     DomainError listing every bad field (name taken, URL not http(s), rps outside
     (0, 50], ...) and then writes nothing. The walker is queued when the transaction
-    commits. `now` is accepted like every service's; the run's times are set by the
-    database (created) and by the walker (started, finished).
+    commits. The run's times are set by the database (created) and by the walker
+    (started, finished), so it takes no `now`.
     """
-    errors: list[dict[str, str]] = []
+    errors: list[dict[str, Any]] = []
 
-    def bad(field: str, message: str, code: str) -> None:
-        errors.append({"field": field, "message": message, "code": code})
+    def bad(field: str, message: str, code: str, **params: str) -> None:
+        errors.append({"field": field, "message": message, "code": code, **({"params": params} if params else {})})
 
     name = (name or "").strip()
     if not name:
@@ -148,10 +151,10 @@ def _rps_check(value: float, bad: Callable[[str, str, str], None]) -> float:
     try:
         rps = float(value)
     except (TypeError, ValueError):
-        bad("requests_per_second", "expected a number", "rps_range")
+        bad("requests_per_second", "expected a number", "rps_range", max=f"{MAX_RPS:g}")
         return 0.0
     if not math.isfinite(rps) or not 0 < rps <= MAX_RPS:
-        bad("requests_per_second", f"expected more than 0 and at most {MAX_RPS:g}", "rps_range")
+        bad("requests_per_second", f"expected more than 0 and at most {MAX_RPS:g}", "rps_range", max=f"{MAX_RPS:g}")
     return rps
 
 
@@ -162,7 +165,9 @@ def _raise_if_any(errors: list[dict[str, str]], what: str) -> None:
 
 
 def _live_run_locked(run: JudgeRun) -> JudgeRun:
-    locked = JudgeRun.objects.select_for_update().get(pk=run.pk)
+    locked = judge_run_lock(run.pk)
+    if locked is None:
+        raise NotFound("No such judge run.")
     if locked.source != JudgeRun.Source.LIVE:
         raise DomainError("An imported judge run has no requests to cancel or resume.", code="imported_run")
     return locked
@@ -208,12 +213,7 @@ def judge_run_resume(*, run: JudgeRun, now: datetime) -> JudgeRun:
 
 
 def _walker_queue_on_commit(run_id: int) -> None:
-    # Imported here because the task module imports this one. Sent through the task
-    # object, not by name: a web process in eager mode never imports annotation.tasks,
-    # so a task sent by name would be published to no worker at all.
-    from annotation.judging.tasks import judge_run_process
-
-    transaction.on_commit(lambda: judge_run_process.apply_async(args=[run_id]))
+    task_send_on_commit(JUDGE_RUN_STEP, run_id=run_id)
 
 
 def judge_run_progress(run: JudgeRun) -> dict[str, int | str]:
@@ -328,8 +328,7 @@ def _result_claim(*, result_id: int, now: datetime) -> JudgeTaskResult | None:
 
     The row lock makes the check-and-claim atomic; it is released before the request.
     """
-    result = (JudgeTaskResult.objects.select_for_update(of=("self",))
-              .select_related("run", "task__response__question").filter(pk=result_id).first())
+    result = judge_result_lock(result_id)
     if result is None or result.status != JudgeTaskResult.Status.PENDING or result.run.status not in ACTIVE:
         return None
     if result.claimed_until is not None and result.claimed_until > now:
@@ -343,7 +342,7 @@ def _result_claim(*, result_id: int, now: datetime) -> JudgeTaskResult | None:
 @transaction.atomic
 def _result_record(*, result_id: int, items: list[RubricItem], answer: JudgeAnswer,
                    secret: str | None) -> JudgeTaskResult:
-    result = JudgeTaskResult.objects.select_for_update().get(pk=result_id)
+    result = judge_result_lock(result_id)
     if result.status != JudgeTaskResult.Status.PENDING:
         return result  # recorded by a worker whose claim had run out; the first answer stands
     JudgeLabel.objects.bulk_create(
@@ -360,7 +359,7 @@ def _result_record(*, result_id: int, items: list[RubricItem], answer: JudgeAnsw
 
 @transaction.atomic
 def _result_fail(*, result_id: int, error: str) -> JudgeTaskResult:
-    result = JudgeTaskResult.objects.select_for_update().get(pk=result_id)
+    result = judge_result_lock(result_id)
     if result.status != JudgeTaskResult.Status.PENDING:
         return result
     result.status = JudgeTaskResult.Status.FAILED
@@ -431,7 +430,7 @@ def _results_fail_pending(*, run_id: int, error: str, now: datetime) -> None:
 
 @transaction.atomic
 def _run_finish(*, run_id: int, now: datetime) -> JudgeStep:
-    run = JudgeRun.objects.select_for_update().filter(pk=run_id).first()
+    run = judge_run_lock(run_id)
     if run is None or run.status not in ACTIVE:
         return JudgeStep("stopped")
     pending = JudgeTaskResult.objects.filter(run_id=run_id, status=JudgeTaskResult.Status.PENDING)
@@ -444,6 +443,6 @@ def _run_finish(*, run_id: int, now: datetime) -> JudgeStep:
     run.status = JudgeRun.Status.FAILED if failed else JudgeRun.Status.DONE
     run.finished_at = now
     run.save(update_fields=["status", "finished_at"])
-    task_send_on_commit("annotation.request_agreement", run.project_id)
+    task_send_on_commit("annotation.agreement_report_request", project_id=run.project_id)
     logger.info("judge run %s finished: %s", run_id, run.status)
     return JudgeStep("finished")

@@ -13,28 +13,29 @@ from django.conf import settings
 from django.db import OperationalError
 from django.utils import timezone
 
-from annotation.judging.services import judge_claim_lease_s, judge_run_step
+from annotation.judging.services import JUDGE_RUN_STEP, judge_claim_lease_s, judge_run_step
+from core.after_commit import task_send
 
-__all__ = ["judge_run_process"]
+__all__ = ["judge_run_step_task"]
 
 # Room for the budget plus one last task whose every retry times out.
 _SOFT_LIMIT_S = int(settings.RUBRICA_JUDGE_STEP_BUDGET_S + judge_claim_lease_s() / 2) + 30
 
 
-@shared_task(bind=True, name="annotation.judge_run_process", acks_late=True, soft_time_limit=_SOFT_LIMIT_S,
+@shared_task(bind=True, name="annotation.judge_run_step", acks_late=True, soft_time_limit=_SOFT_LIMIT_S,
              time_limit=_SOFT_LIMIT_S + 60, autoretry_for=(OperationalError,), retry_backoff=True,
              retry_backoff_max=300, max_retries=10)
-def judge_run_process(self, run_id: int) -> str:
+def judge_run_step_task(self, *, run_id: int) -> str:
     """Walk run `run_id` for one budget; queue the next walker if work remains."""
     try:
         step = judge_run_step(run_id=run_id, clock=timezone.now, budget_s=settings.RUBRICA_JUDGE_STEP_BUDGET_S)
     except SoftTimeLimitExceeded:
         # The task in flight keeps its claim until it runs out; a fresh walker takes over then.
-        judge_run_process.apply_async(args=[run_id], countdown=judge_claim_lease_s())
+        task_send(JUDGE_RUN_STEP, countdown=judge_claim_lease_s(), run_id=run_id)
         return "interrupted"
     if step.state == "more":
-        judge_run_process.apply_async(args=[run_id])
+        task_send(JUDGE_RUN_STEP, run_id=run_id)
     elif step.state == "wait" and not self.request.is_eager:
         # Other workers hold claims: look again when the first could have run out.
-        judge_run_process.apply_async(args=[run_id], countdown=step.wait_s)
+        task_send(JUDGE_RUN_STEP, countdown=step.wait_s, run_id=run_id)
     return step.state

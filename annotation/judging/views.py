@@ -14,7 +14,7 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -23,12 +23,11 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from core.errors import DomainError, NotFound
+from core.errors import DomainError, error_message, field_error_message
 from annotation.exchange.jsonl import import_size_check
-from annotation.judging.imports import judge_labels_import
+from annotation.exchange.judge_labels import judge_labels_import
 from annotation.judging.selectors import judge_run_failures, judge_run_get_for_user, judge_run_list_for_project
 from annotation.judging.services import (
-    MAX_RPS,
     judge_run_cancel,
     judge_run_progress,
     judge_run_resume,
@@ -77,47 +76,6 @@ class JudgeLabelsImportForm(forms.Form):
     prompt_version = forms.CharField(label=gettext_lazy("Prompt version"), max_length=100, required=False)
 
 
-def _error_text(error: dict[str, Any]) -> str:
-    """A service's field error in the user's language where its code is known."""
-    known = {
-        "required": _("This field is required."),
-        "too_long": _("This value is too long."),
-        "bad_url": _("Enter an http(s) URL such as https://api.openai.com/v1."),
-        "rps_range": _("Enter a rate above 0 and at most %(max)s requests per second.") % {"max": f"{MAX_RPS:g}"},
-        "key_choice": _("Give either an API key or the name of an environment variable holding it."),
-        "key_env_invalid": _("An environment variable name holds only letters, digits and underscores."),
-        "key_env_not_allowed": _("This environment variable may not be used for judge keys."),
-        "name_taken": _("This project already has a judge run with this name."),
-        "no_version": _("The project has no published rubric version yet."),
-        "no_tasks": _("The current rubric version has no tasks to judge yet."),
-    }
-    return known.get(error.get("code", ""), str(error.get("message", "")))
-
-
-def _domain_message(exc: DomainError) -> str:
-    known = {
-        "run_finished": _("The judge run has already finished."),
-        "nothing_to_resume": _("Every task of this judge run is done; there is nothing to resume."),
-        "imported_run": _("An imported judge run has no requests to cancel or resume."),
-        "too_large": _("The file is over the import size limit; split it into smaller files."),
-    }
-    return known.get(exc.code, exc.message)
-
-
-def _project_for(request: HttpRequest, project_id: int) -> Project:
-    try:
-        return project_get_for_user(request.user, project_id, manage=True)
-    except NotFound:
-        raise Http404 from None
-
-
-def _run_for(request: HttpRequest, run_id: int) -> JudgeRun:
-    try:
-        return judge_run_get_for_user(request.user, run_id)
-    except NotFound:
-        raise Http404 from None
-
-
 def _runs_context(project: Project, **extra: Any) -> dict[str, Any]:
     return {
         "project": project,
@@ -132,7 +90,7 @@ def _runs_context(project: Project, **extra: Any) -> dict[str, Any]:
 @require_http_methods(["GET", "POST"])
 def judge_runs(request: HttpRequest, project_id: int) -> HttpResponse:
     """The project's judge runs and the form that starts a live one (POST)."""
-    project = _project_for(request, project_id)
+    project = project_get_for_user(request.user, project_id, manage=True)
     if request.method == "GET":
         return render(request, f"{RUNS}#runs" if request.htmx else RUNS, _runs_context(project))
     form = JudgeRunStartForm(request.POST)
@@ -142,12 +100,12 @@ def judge_runs(request: HttpRequest, project_id: int) -> HttpResponse:
             run = judge_run_start(
                 project=project, name=data["name"], base_url=data["base_url"], judge_model=data["judge_model"],
                 api_key=data["api_key"] or None, api_key_env=data["api_key_env"] or None,
-                requests_per_second=data["requests_per_second"], created_by=request.user, now=timezone.now(),
+                requests_per_second=data["requests_per_second"], created_by=request.user,
             )
         except DomainError as exc:
             for error in exc.errors or [{"message": exc.message}]:
                 field = error.get("field")
-                form.add_error(field if field in form.fields else None, _error_text(error))
+                form.add_error(field if field in form.fields else None, field_error_message(error))
         else:
             url = reverse("judge_run", args=[run.pk])
             return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
@@ -159,7 +117,7 @@ def judge_runs(request: HttpRequest, project_id: int) -> HttpResponse:
 @require_POST
 def judge_labels_import_view(request: HttpRequest, project_id: int) -> HttpResponse:
     """Import judge labels (JSONL) under a named run, all or nothing."""
-    project = _project_for(request, project_id)
+    project = project_get_for_user(request.user, project_id, manage=True)
     form = JudgeLabelsImportForm(request.POST, request.FILES)
     outcome: dict[str, Any] = {}
     status = 200
@@ -172,11 +130,11 @@ def judge_labels_import_view(request: HttpRequest, project_id: int) -> HttpRespo
             import_size_check(size=data["file"].size)
             outcome["result"] = judge_labels_import(
                 project=project, data=data["file"].read(), run_name=data["run"], judge_model=data["judge_model"],
-                prompt_version=data["prompt_version"], created_by=request.user, now=timezone.now(),
+                prompt_version=data["prompt_version"], created_by=request.user,
                 source=data["file"].name)
             form = JudgeLabelsImportForm()
         except DomainError as exc:
-            outcome["error"] = _domain_message(exc)
+            outcome["error"] = error_message(exc)
             outcome["errors"] = exc.errors
             status = UNPROCESSABLE
     context = _runs_context(project, import_form=form, outcome=outcome)
@@ -205,22 +163,22 @@ def _run_context(run: JudgeRun, **extra: Any) -> dict[str, Any]:
 @require_GET
 def judge_run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     """One run: settings, live progress (polled fragment), failures, cancel and resume."""
-    run = _run_for(request, run_id)
+    run = judge_run_get_for_user(request.user, run_id)
     return render(request, f"{RUN}#progress" if request.htmx else RUN, _run_context(run))
 
 
 def _run_action(request: HttpRequest, run_id: int, action) -> HttpResponse:
-    run = _run_for(request, run_id)
+    run = judge_run_get_for_user(request.user, run_id)
     error = ""
     try:
         run = action(run=run, now=timezone.now())
     except DomainError as exc:
-        error = _domain_message(exc)
+        error = error_message(exc)
     if not request.htmx:
         if error:
             messages.error(request, error)
         return redirect("judge_run", run.pk)
-    run = _run_for(request, run_id)
+    run = judge_run_get_for_user(request.user, run_id)
     return render(request, f"{RUN}#progress", _run_context(run, action_error=error),
                   status=UNPROCESSABLE if error else 200)
 

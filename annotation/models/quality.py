@@ -84,10 +84,6 @@ class CalibrationAttempt(models.Model):
     def __str__(self) -> str:
         return f"calibration {self.pk} ({self.status}) of {self.expert_id} in project {self.project_id}"
 
-    @property
-    def is_open(self) -> bool:
-        return self.status == self.Status.IN_PROGRESS
-
 
 class CalibrationTask(models.Model):
     """A golden task drawn into an attempt, at a fixed position (the order the expert sees)."""

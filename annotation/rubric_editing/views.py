@@ -6,14 +6,14 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from core.errors import DomainError, NotFound
+from core.errors import DomainError, NotFound, error_message
 from annotation.models import Project, Question
 from annotation.rubric_editing.services import (
     rubric_draft_item_add,
@@ -29,25 +29,6 @@ from rubrics.models import Dimension, RubricItem
 TEMPLATE = "annotation/rubric_editing/draft.html"
 QUESTIONS_PER_PAGE = 40
 UNPROCESSABLE = 422
-
-
-def _project_or_404(request: HttpRequest, project_id: int) -> Project:
-    try:
-        return project_get_for_user(request.user, project_id, manage=True)
-    except NotFound:
-        raise Http404 from None
-
-
-def _message(exc: DomainError) -> str:
-    known = {
-        "invalid_item": _("The rubric item needs attention; nothing was saved."),
-        "published_version": _("A published version never changes; edit the draft instead."),
-        "no_changes": _("The draft is identical to the published version; there is nothing to publish."),
-        "already_published": _("This version is already published."),
-    }
-    if exc.code == "invalid" and any(e.get("field") == "reason" for e in exc.errors):
-        return _("Publishing needs a reason for the changelog.")
-    return known.get(exc.code, exc.message)
 
 
 def _context(request: HttpRequest, project: Project, **extra: Any) -> dict[str, Any]:
@@ -84,14 +65,14 @@ def _back(project: Project, question: str | None) -> str:
 @require_GET
 def rubric_draft(request: HttpRequest, project_id: int) -> HttpResponse:
     """The draft editor (the published items, read-only, until a draft is started)."""
-    project = _project_or_404(request, project_id)
+    project = project_get_for_user(request.user, project_id, manage=True)
     return render(request, TEMPLATE, _context(request, project))
 
 
 @login_required
 @require_POST
 def rubric_draft_start_view(request: HttpRequest, project_id: int) -> HttpResponse:
-    project = _project_or_404(request, project_id)
+    project = project_get_for_user(request.user, project_id, manage=True)
     draft = rubric_draft_start(project=project)
     messages.success(request, _("Draft version v%(n)s started as a copy of the published rubric.") % {"n": draft.number})
     return redirect(_back(project, request.POST.get("question")))
@@ -103,18 +84,18 @@ def _item_fields(request: HttpRequest) -> dict[str, Any]:
 
 
 def _refused(request: HttpRequest, project: Project, exc: DomainError) -> HttpResponse:
-    context = _context(request, project, error=_message(exc), errors=exc.errors)
+    context = _context(request, project, error=error_message(exc), errors=exc.errors)
     return render(request, TEMPLATE, context, status=UNPROCESSABLE)
 
 
 @login_required
 @require_POST
 def rubric_item_edit(request: HttpRequest, project_id: int, item_id: int) -> HttpResponse:
-    project = _project_or_404(request, project_id)
+    project = project_get_for_user(request.user, project_id, manage=True)
     try:
         item = rubric_draft_item_update(project=project, item_id=item_id, **_item_fields(request))
     except NotFound:
-        raise Http404 from None
+        raise  # the 404 page, from core.middleware
     except DomainError as exc:
         return _refused(request, project, exc)
     messages.success(request, _("Item %(key)s saved in the draft.") % {"key": item.item_key})
@@ -124,12 +105,12 @@ def rubric_item_edit(request: HttpRequest, project_id: int, item_id: int) -> Htt
 @login_required
 @require_POST
 def rubric_item_add(request: HttpRequest, project_id: int) -> HttpResponse:
-    project = _project_or_404(request, project_id)
+    project = project_get_for_user(request.user, project_id, manage=True)
     try:
         item = rubric_draft_item_add(project=project, question_ref=request.POST.get("question", ""),
                                      **_item_fields(request))
     except NotFound:
-        raise Http404 from None
+        raise  # the 404 page, from core.middleware
     except DomainError as exc:
         return _refused(request, project, exc)
     messages.success(request, _("Item %(key)s added to the draft.") % {"key": item.item_key})
@@ -139,11 +120,11 @@ def rubric_item_add(request: HttpRequest, project_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def rubric_item_delete(request: HttpRequest, project_id: int, item_id: int) -> HttpResponse:
-    project = _project_or_404(request, project_id)
+    project = project_get_for_user(request.user, project_id, manage=True)
     try:
         rubric_draft_item_delete(project=project, item_id=item_id)
     except NotFound:
-        raise Http404 from None
+        raise  # the 404 page, from core.middleware
     except DomainError as exc:
         return _refused(request, project, exc)
     messages.success(request, _("Item removed from the draft."))
@@ -154,12 +135,12 @@ def rubric_item_delete(request: HttpRequest, project_id: int, item_id: int) -> H
 @require_POST
 def rubric_publish(request: HttpRequest, project_id: int) -> HttpResponse:
     """Publish the draft with a reason; experts are sent back to calibration when the standard changed."""
-    project = _project_or_404(request, project_id)
+    project = project_get_for_user(request.user, project_id, manage=True)
     try:
         version = rubric_version_publish_by_number(project=project, number=request.POST.get("version"),
                                                    reason=request.POST.get("reason", ""), now=timezone.now())
     except NotFound:
-        raise Http404 from None
+        raise  # the 404 page, from core.middleware
     except DomainError as exc:
         return _refused(request, project, exc)
     messages.success(request, _("Version v%(n)s is published.") % {"n": version.number})

@@ -5,12 +5,13 @@ from datetime import datetime
 from django.db import transaction
 
 from annotation.assignment.services import assignment_revive, lease_extend
-from annotation.calibration.control import control_record
+from annotation.quality.control import control_record
 from core.errors import Conflict, DomainError
 from annotation.lock_objects import assignment_lock, task_lock
 from core.after_commit import task_send_on_commit
 from annotation.models import Assignment, Draft, Label, Task
 from annotation.selectors import assignment_get_for_expert, rubric_items_for_task
+from annotation.labels import labels_clean
 from annotation.submission.consensus import consensus_compute
 from experts.models import ExpertProfile, User
 
@@ -22,38 +23,6 @@ class SubmitResult:
     assignment: Assignment
     created: bool  # False when the same submission had already been recorded
     task_complete: bool
-
-
-def labels_clean(raw, item_keys: list[str], *, partial: bool) -> dict[str, int]:
-    """Validate {item_key: 0|1}; with partial=False every item must be present (also used by calibration).
-
-    Each error names its `field`, a `message` in English and a stable `code` that pages
-    translate: "missing", "unknown_item", "not_binary" (or "not_object" for the whole map).
-    """
-    if not isinstance(raw, dict):
-        raise DomainError('"labels" must be an object mapping rubric item ids to 0 or 1.',
-                          errors=[{"field": "labels", "code": "not_object", "message": "expected an object"}])
-    errors = []
-    known = set(item_keys)
-    clean: dict[str, int] = {}
-    for key, value in raw.items():
-        if key not in known:
-            errors.append({"field": f"labels.{key}", "code": "unknown_item",
-                           "message": "not a rubric item of this task"})
-        elif isinstance(value, bool) or value not in (0, 1) or not isinstance(value, int):
-            errors.append({"field": f"labels.{key}", "code": "not_binary",
-                           "message": f"expected 0 or 1, got {value!r}"})
-        else:
-            clean[key] = value
-    if not partial:
-        missing = [k for k in item_keys if k not in raw]
-        errors.extend({"field": f"labels.{k}", "code": "missing", "message": "missing: every rubric item needs a label"}
-                      for k in missing)
-    if errors:
-        count = len(errors)
-        raise DomainError(f"{count} label{'s' if count != 1 else ''} need attention; nothing was saved.",
-                          code="invalid_labels", errors=errors)
-    return clean
 
 
 def _clean_notes(raw, item_keys: list[str]) -> dict[str, str]:
@@ -139,11 +108,11 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
         elif complete:
             consensus_compute(task=task, now=now)
             # New consensus changes the quality figures: ask for a (debounced) recompute.
-            task_send_on_commit("annotation.request_agreement", task.project_id)
+            task_send_on_commit("annotation.agreement_report_request", project_id=task.project_id)
         # Payments listens by task name; it decides what earns (calibration does not). Control
         # tasks earn like any task: an unpaid task would tell the expert it was a control.
-        task_send_on_commit("payments.post_earning", assignment.pk)
-        task_send_on_commit("annotation.evaluate_expert", expert.pk)
+        task_send_on_commit("payments.ledger_post_earning", assignment_id=assignment.pk)
+        task_send_on_commit("annotation.expert_evaluate", user_id=expert.pk)
     return SubmitResult(assignment=assignment, created=True, task_complete=_reported_complete(task))
 
 

@@ -131,7 +131,13 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "core.api.exception_handler",
-    "DEFAULT_THROTTLE_RATES": {"user": "6000/minute"},
+    # Generous enough for a script working through a project; a runaway client is cut off.
+    # Counts live in the default cache (Redis in production, shared by every process).
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.UserRateThrottle",
+        "rest_framework.throttling.AnonRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {"user": "6000/minute", "anon": "600/minute"},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Rubrica API",

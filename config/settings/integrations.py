@@ -17,10 +17,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 300)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 360)
 CELERY_BEAT_SCHEDULE = {
-    "expire-leases": {"task": "annotation.expire_leases", "schedule": 60.0},
+    "expire-leases": {"task": "annotation.leases_expire", "schedule": 60.0},
     # Payments: post earnings a lost task left out, then close periods whose end has passed.
-    "payments-sweep-earnings": {"task": "payments.sweep_earnings", "schedule": 300.0},
-    "payments-settle-due-periods": {"task": "payments.settle_due_periods", "schedule": 600.0},
+    "payments-sweep-earnings": {"task": "payments.earnings_sweep", "schedule": 300.0},
+    "payments-settle-due-periods": {"task": "payments.periods_settle_due", "schedule": 600.0},
 }
 
 if REDIS_URL:

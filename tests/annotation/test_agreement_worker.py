@@ -7,7 +7,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from celery.contrib.testing.worker import start_worker
 
-from annotation.agreement.tasks import compute_agreement, request_agreement
+from annotation.agreement.tasks import agreement_report_compute_task, agreement_report_request_task
 from annotation.models import AgreementReport
 from config.celery import app
 from tests.annotation.test_agreement_report import JUDGE, PANEL, build
@@ -63,7 +63,7 @@ def test_the_worker_computes_and_stores_the_report():
     project, _, _, run = build(PANEL, JUDGE)
 
     with redis_worker():
-        report_id = compute_agreement.apply_async(args=[project.pk]).get(timeout=120)
+        report_id = agreement_report_compute_task.apply_async(kwargs={"project_id": project.pk}).get(timeout=120)
 
     report = AgreementReport.objects.get(pk=report_id)
     assert report.status == AgreementReport.Status.DONE
@@ -77,8 +77,8 @@ def test_label_arrivals_within_the_debounce_window_make_one_report(settings):
     project, _, _, _ = build(PANEL, JUDGE)
 
     with redis_worker():
-        first = request_agreement.apply_async(args=[project.pk]).get(timeout=60)
-        second = request_agreement.apply_async(args=[project.pk]).get(timeout=60)
+        first = agreement_report_request_task.apply_async(kwargs={"project_id": project.pk}).get(timeout=60)
+        second = agreement_report_request_task.apply_async(kwargs={"project_id": project.pk}).get(timeout=60)
         wait_for(lambda: AgreementReport.objects.filter(pk=first, status=AgreementReport.Status.DONE).exists())
 
     assert first == second

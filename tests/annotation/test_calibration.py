@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from annotation.assignment.services import assignment_claim_next, expert_check_eligible
+from annotation.assignment.services import assignment_claim_next
 from annotation.calibration.services import calibration_feedback, calibration_start, calibration_state
 from core.errors import Conflict, Forbidden
 from annotation.models import (
@@ -50,7 +50,7 @@ def test_an_uncalibrated_expert_gets_403_with_a_reason_and_no_task(api, project)
     expert = member(project)
 
     with pytest.raises(Forbidden) as caught:
-        expert_check_eligible(project=project, expert=expert)
+        assignment_claim_next(project=project, expert=expert, now=timezone.now())
     response = _client(api, expert).post(f"/api/v1/projects/{project.pk}/next-task/")
 
     assert caught.value.code == "calibration_required"

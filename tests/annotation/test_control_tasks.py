@@ -8,7 +8,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from annotation.assignment.services import _lease, assignment_claim_next
-from annotation.calibration.control import expert_resume
+from annotation.quality.control import expert_resume
 from core.errors import Forbidden
 from annotation.lock_objects import task_lock
 from annotation.models import (

@@ -10,7 +10,8 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from annotation.assignment.services import assignment_claim_next
-from annotation.calibration.golden import GOLDEN_OVERLAP, golden_import
+from annotation.calibration.golden_set import GOLDEN_OVERLAP
+from annotation.exchange.golden import golden_import
 from core.errors import DomainError
 from annotation.models import GoldenReference, ItemConsensus, Task
 from annotation.selectors import rubric_items_for_task

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from core.errors import DomainError
 from annotation.exchange.jsonl import format_line_error
-from annotation.judging.imports import judge_labels_import
+from annotation.exchange.judge_labels import judge_labels_import
 from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult, Project, Task
 from annotation.permissions import grant_manage
 from tests.factories import PMFactory, ResponseFactory, make_project_with_tasks

@@ -73,7 +73,7 @@ def start(project: Project, llm: FakeLLMServer, *, name: str = "run-1", rps: flo
           api_key: str | None = SECRET, api_key_env: str | None = None, created_by=None) -> JudgeRun:
     return judge_run_start(project=project, name=name, base_url=llm.base_url, judge_model="fake-judge",
                            api_key=api_key, api_key_env=api_key_env, requests_per_second=rps,
-                           created_by=created_by, now=timezone.now())
+                           created_by=created_by)
 
 
 def start_and_run(project: Project, llm: FakeLLMServer, capture, **kwargs) -> JudgeRun:
@@ -296,7 +296,7 @@ def test_walker_hands_over_when_its_budget_is_spent(project, llm) -> None:
 def test_start_refuses_bad_settings_and_writes_nothing(project, overrides, field) -> None:
     kwargs = {"project": project, "name": "r", "base_url": "http://127.0.0.1:9/v1", "judge_model": "m",
               "api_key": SECRET, "api_key_env": None, "requests_per_second": 2, "created_by": None,
-              "now": timezone.now(), **overrides}
+              **overrides}
 
     with pytest.raises(DomainError) as info:
         judge_run_start(**kwargs)

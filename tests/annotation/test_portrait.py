@@ -8,7 +8,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from annotation.assignment.services import assignment_claim_next
-from annotation.calibration.portrait import portrait_for
+from annotation.quality.portrait import portrait_for
 from annotation.models import Assignment, Project
 from annotation.selectors import rubric_items_for_task
 from annotation.submission.services import labels_submit

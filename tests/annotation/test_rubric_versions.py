@@ -12,7 +12,7 @@ from annotation.calibration.services import calibration_state
 from core.errors import Conflict, DomainError, Forbidden
 from annotation.exchange.questions import questions_import
 from annotation.models import CalibrationAttempt, GoldenReference, Label, Task
-from annotation.publishing import rubric_version_publish
+from annotation.rubric_editing.publishing import rubric_version_publish
 from annotation.rubric_editing.diff import rubric_version_diff
 from annotation.rubric_editing.services import (
     rubric_draft_item_add,

@@ -5,7 +5,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from annotation.assignment.services import assignment_claim_next
-from annotation.calibration.standing import expert_evaluate, expert_home_context
+from annotation.quality.standing import expert_evaluate, expert_home_cards
 from annotation.models import Assignment, GoldenReference, Project, Question, Task
 from annotation.selectors import rubric_items_for_task
 from annotation.submission.services import labels_submit
@@ -120,7 +120,7 @@ def test_each_submission_sends_the_evaluation_task_by_name(django_capture_on_com
     project = make_project_with_tasks(n_questions=2)
     expert = member(project)
 
-    assert "annotation.evaluate_expert" in current_app.tasks
+    assert "annotation.expert_evaluate" in current_app.tasks
     with django_capture_on_commit_callbacks(execute=True):
         _drain(project, expert)
 
@@ -131,11 +131,9 @@ def test_the_home_card_shows_tier_progress_and_calibration():
     project = make_golden_project(golden=12, regular=2)
     expert = member(project)
 
-    context = expert_home_context(expert, project)
-    html = render_to_string("annotation/calibration/_home_card.html", {"card": context["quality_card"],
-                                                                       "project": project})
+    card = expert_home_cards(expert, [project])[project.pk]
+    html = render_to_string("annotation/quality/_home_card.html", {"card": card, "project": project})
 
-    card = context["quality_card"]
     assert card.progress.next_tier == "silver"
     assert [r.needed for r in card.progress.requirements] == [50, 20, 80, 75]
     assert card.calibration.status == "needed"

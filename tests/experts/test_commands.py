@@ -2,7 +2,7 @@
 from io import StringIO
 
 import pytest
-from django.core.exceptions import ValidationError
+from core.errors import DomainError
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from rest_framework.authtoken.models import Token
@@ -109,7 +109,7 @@ def test_create_user_with_a_weak_password_fails_and_creates_nothing():
 def test_user_create_refuses_an_empty_username(username):
     users_before = User.objects.count()
 
-    with pytest.raises(ValidationError, match="username is required"):
+    with pytest.raises(DomainError, match="username is required"):
         user_create(username=username, role=Role.EXPERT)
 
     assert User.objects.count() == users_before

@@ -4,6 +4,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import override
 
+from core.errors import DomainError
 from experts.models import ExpertProfile, Notification, TierChange, TierRule
 from experts.notifications import notification_send, notification_text, notifications_mark_read
 from experts.tiers import ExpertStats, tier_decide, tier_evaluate, tier_progress, tier_set
@@ -90,7 +91,7 @@ def test_a_manual_change_needs_a_reason_and_the_history_is_its_own_record():
     expert = ExpertFactory()
     profile = ExpertProfile.objects.get(user=expert)
 
-    with pytest.raises(ValueError):
+    with pytest.raises(DomainError):
         tier_set(profile=profile, to_tier="gold", reason=" ", by=None, now=timezone.now())
     change = tier_set(profile=profile, to_tier="gold", reason="reviewed", by=None, now=timezone.now())
     same = tier_set(profile=profile, to_tier="gold", reason="again", by=None, now=timezone.now())

@@ -58,7 +58,7 @@ def submit(project: Project, expert: User, now: datetime, *, kind: str = Assignm
 
 
 def submit_and_post(project: Project, expert: User, now: datetime):
-    """Submit, then post the earning as the `payments.post_earning` task would right after commit."""
+    """Submit, then post the earning as the `payments.ledger_post_earning` task would right after commit."""
     assignment = submit(project, expert, now)
     assert assignment is not None
     return ledger_post_earning(assignment_id=assignment.pk, now=now)

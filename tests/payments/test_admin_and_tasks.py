@@ -83,9 +83,9 @@ def test_the_post_earning_task_is_idempotent_and_skips_what_does_not_earn():
     project = make_paid_project(experts=[expert])
     assignment = submit(project, expert, T0)
 
-    first = tasks.post_earning.apply(args=[assignment.pk]).get()
-    again = tasks.post_earning.apply(args=[assignment.pk]).get()
-    missing = tasks.post_earning.apply(args=[10**9]).get()
+    first = tasks.ledger_post_earning_task.apply(kwargs={"assignment_id": assignment.pk}).get()
+    again = tasks.ledger_post_earning_task.apply(kwargs={"assignment_id": assignment.pk}).get()
+    missing = tasks.ledger_post_earning_task.apply(kwargs={"assignment_id": 10**9}).get()
 
     assert first == again == LedgerEntry.objects.get().pk
     assert missing is None
@@ -96,9 +96,9 @@ def test_the_beat_tasks_sweep_and_settle():
     project = make_paid_project(experts=[expert])
     submit(project, expert, timezone.now() - timedelta(days=30))
 
-    swept = tasks.sweep_earnings.apply().get()
+    swept = tasks.earnings_sweep_task.apply().get()
     # The sweep posts at the wall-clock time, in the current period: nothing is due yet.
-    settled = tasks.settle_due_periods.apply().get()
+    settled = tasks.periods_settle_due_task.apply().get()
 
     assert (swept, settled) == (1, [])
     assert Period.objects.get().status == "open"
@@ -107,4 +107,4 @@ def test_the_beat_tasks_sweep_and_settle():
 def test_the_beat_schedule_runs_the_sweep_and_the_settlement():
     scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
 
-    assert {"payments.sweep_earnings", "payments.settle_due_periods"} <= scheduled
+    assert {"payments.earnings_sweep", "payments.periods_settle_due"} <= scheduled

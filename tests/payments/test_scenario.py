@@ -34,7 +34,7 @@ def test_a_full_pay_cycle_reconciles_and_a_missing_earning_fails_the_command(mon
     experts = [make_expert(tier) for tier in ("bronze", "silver", "gold")]
     pm, admin = PMFactory(), AdminFactory()
     project = make_paid_project(experts=[*experts, pm], n_questions=3)
-    # Submissions commit for real: the eager "payments.post_earning" task posts each earning.
+    # Submissions commit for real: the eager "payments.ledger_post_earning" task posts each earning.
     work = [submit(project, e, timezone.now()) for e in experts for _ in range(2)]
     submit(project, experts[0], timezone.now(), kind=Assignment.Kind.CALIBRATION)
     submission_reject(actor=pm, assignment_id=work[0].pk, reason="spam", now=timezone.now())

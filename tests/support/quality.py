@@ -4,7 +4,7 @@ import random
 
 from django.utils import timezone
 
-from annotation.calibration.golden import golden_import
+from annotation.exchange.golden import golden_import
 from annotation.calibration.services import calibration_answer, calibration_start
 from annotation.models import CalibrationAttempt, GoldenReference, Project, Task
 from annotation.selectors import rubric_items_for_task

@@ -1,5 +1,5 @@
 """`manage.py import_golden PROJECT FILE`: golden reference labels into a project, all or nothing."""
-from annotation.calibration.golden import golden_import
+from annotation.exchange.golden import golden_import
 from annotation.exchange.command import ImportCommand
 
 

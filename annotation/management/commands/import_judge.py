@@ -2,7 +2,7 @@
 from django.core.management.base import CommandParser
 
 from annotation.exchange.command import ImportCommand
-from annotation.judging.imports import judge_labels_import
+from annotation.exchange.judge_labels import judge_labels_import
 
 
 class Command(ImportCommand):

@@ -1,5 +1,5 @@
 """`create_user --role expert|pm|admin --username U [--password P]`: prints the API token."""
-from django.core.exceptions import ValidationError
+from core.errors import DomainError
 from django.core.management.base import BaseCommand, CommandError
 
 from experts.models import Role
@@ -21,6 +21,6 @@ class Command(BaseCommand):
         try:
             _user, token = user_create(username=options["username"], role=options["role"],
                                        password=options["password"], email=options["email"])
-        except ValidationError as exc:
-            raise CommandError(" ".join(exc.messages)) from exc
+        except DomainError as exc:
+            raise CommandError(exc.message) from exc
         self.stdout.write(token)

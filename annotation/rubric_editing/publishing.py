@@ -11,9 +11,12 @@ from django.db.models import Exists, Max, OuterRef
 
 from django.urls import reverse
 
-from annotation.calibration.golden import golden_carry_forward
-from annotation.calibration.selectors import project_experts, project_has_golden_set
+from annotation.lock_objects import rubric_version_lock
+from annotation.calibration.golden_set import golden_carry_forward
+from annotation.calibration.selectors import project_has_golden_set
+from annotation.selectors import project_experts
 from annotation.calibration.services import calibrations_mark_stale
+from core.error_codes import ErrorCode
 from core.errors import DomainError
 from annotation.models import Project, Response, Task
 from annotation.rubric_editing.diff import rubric_version_diff
@@ -57,16 +60,16 @@ def rubric_version_publish(*, project: Project, version: RubricVersion, reason: 
     (a question import) keeps calibrations valid. A draft identical to the published
     version is refused.
     """
-    version = RubricVersion.objects.select_for_update().get(pk=version.pk)
+    version = rubric_version_lock(version.pk)
     if version.rubric_id != project.rubric_id:
         raise DomainError("That rubric version belongs to another project.", status=404, code="not_found")
     if version.is_published:
         raise DomainError(f"Version {version.number} is already published.", code="already_published")
     if not reason.strip():
-        raise DomainError("Publishing needs a reason for the changelog.",
+        raise DomainError("Publishing needs a reason for the changelog.", code=ErrorCode.REASON_REQUIRED,
                           errors=[{"field": "reason", "message": "required"}])
     if not version.items.exists():
-        raise DomainError("A version without rubric items cannot be published.")
+        raise DomainError("A version without rubric items cannot be published.", code=ErrorCode.EMPTY_VERSION)
     previous = (RubricVersion.objects.filter(rubric_id=project.rubric_id, status=RubricVersion.Status.PUBLISHED)
                 .order_by("-number").first())
     diff = rubric_version_diff(old=previous, new=version) if previous is not None else None

@@ -19,7 +19,7 @@ from django.db.models import Count
 
 from core.errors import DomainError
 from annotation.exchange.jsonl import LineErrors, RowReader, describe, import_size_check, jsonl_objects
-from annotation.exchange.lock_objects import project_imports_lock
+from annotation.lock_objects import project_imports_lock
 from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult, Project, Question, Response, Task
 from annotation.selectors import rubric_version_current
 from core.after_commit import task_send_on_commit
@@ -98,7 +98,7 @@ def judge_labels_import(*, project: Project, data: bytes, run_name: str, judge_m
             for position, value in enumerate(row.detail, start=1)
         ]
         JudgeLabel.objects.bulk_create(labels, batch_size=BATCH_SIZE)
-        task_send_on_commit("annotation.request_agreement", project.pk)
+        task_send_on_commit("annotation.agreement_report_request", project_id=project.pk)
     return JudgeImportResult(run=run, created=len(rows), skipped=skipped, labels_created=len(labels))
 
 
@@ -110,7 +110,7 @@ def _option(value: str | None, field: str, max_length: int, *, required: bool = 
     elif len(value) > max_length:
         message = f"expected at most {max_length} characters, got {len(value)}"
     if message:
-        raise DomainError(f"{field}: {message}", code="invalid_option",
+        raise DomainError(f"{field}: {message}", code="invalid_option", params={"field": field, "message": message},
                           errors=[{"line": None, "field": field, "message": message}])
     return value
 

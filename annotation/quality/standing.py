@@ -1,18 +1,17 @@
 """An expert's standing: tier evaluation from their work, and the expert home card.
 
-`expert_evaluate` runs after every submission (Celery task "annotation.evaluate_expert",
+`expert_evaluate` runs after every submission (Celery task "annotation.expert_evaluate",
 sent by name on commit) and on demand (PM page, API). It is idempotent: evaluating
 twice with the same numbers changes nothing the second time.
 """
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.calibration.portrait import expert_stats, own_view_cutoff
+from annotation.quality.portrait import expert_stats, own_view_cutoff
 from annotation.calibration.services import CalibrationState, calibration_state
 from annotation.models import Project
 from experts.models import ExpertProfile, TierChange, User
@@ -61,18 +60,3 @@ def expert_home_cards(user: User, projects: Iterable[Project], *,
         )
         for project in projects
     }
-
-
-def expert_home_context(user: User, project: Project, *, now: datetime | None = None) -> dict[str, Any]:
-    """Context for `annotation/calibration/_home_card.html`: tier, what the next tier needs and
-    how far the expert is from it, and their calibration status in `project` with a link.
-
-    The card goes on the expert home page, once per project: `{% include
-    "annotation/calibration/_home_card.html" with card=... %}` where `card` is
-    `expert_home_context(user, project)["quality_card"]`; a page with many projects
-    reads them all at once with `expert_home_cards`.
-    """
-    cards = expert_home_cards(user, [project], now=now)
-    if project.pk not in cards:
-        raise ExpertProfile.DoesNotExist(f"User {user.pk} has no expert profile.")
-    return {"quality_card": cards[project.pk], "project": project}

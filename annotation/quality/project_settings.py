@@ -4,6 +4,7 @@ from typing import Any
 
 from django.db import transaction
 
+from annotation.lock_objects import project_lock
 from core.errors import DomainError
 from annotation.models import Project
 from experts.models import Tier
@@ -64,7 +65,7 @@ def project_quality_update(*, project: Project, values: dict[str, Any]) -> Proje
     if errors:
         raise DomainError(f"{len(errors)} setting(s) need attention; nothing was changed.",
                           code="invalid_settings", errors=errors)
-    project = Project.objects.select_for_update().get(pk=project.pk)
+    project = project_lock(project.pk)
     for name, value in clean.items():
         setattr(project, name, value)
     if clean:

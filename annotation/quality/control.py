@@ -6,8 +6,8 @@ profile is paused (no new leases anywhere) and the project's PMs are notified. O
 control tasks scored since the profile's last status change count, so a PM who resumes
 an expert gives them a fresh window instead of an immediate second pause.
 
-Lock order inside a submission: task, assignment (annotation.lock_objects), then the
-expert's profile row.
+Locks inside a submission: task, assignment, then the expert's profile row (the order
+is `annotation.lock_objects`).
 """
 import logging
 from dataclasses import dataclass
@@ -16,7 +16,8 @@ from datetime import datetime
 from django.db import transaction
 from django.urls import reverse
 
-from annotation.calibration.selectors import project_expert_get, project_managers
+from annotation.lock_objects import expert_profile_lock
+from annotation.selectors import project_expert_get, project_managers
 from annotation.models import Assignment, ControlResult, GoldenReference, Project, Task
 from experts.models import ExpertProfile, User
 from experts.notifications import notification_send
@@ -60,7 +61,7 @@ def control_record(*, assignment: Assignment, task: Task, values: dict[int, int]
 
 
 def _pause_if_below(*, project: Project, expert_id: int, now: datetime) -> None:
-    profile = ExpertProfile.objects.select_for_update().select_related("user").filter(user_id=expert_id).first()
+    profile = expert_profile_lock(expert_id)
     if profile is None or not profile.is_active:
         return
     accuracy = control_accuracy(project=project, expert=profile.user, window=project.control_window,
@@ -87,7 +88,7 @@ def _pause_if_below(*, project: Project, expert_id: int, now: datetime) -> None:
 def expert_resume(*, project: Project, expert_id, now: datetime, by: User) -> ExpertProfile:
     """A PM resumes a paused expert of their project; the control window starts afresh."""
     expert = project_expert_get(project, expert_id)
-    profile = ExpertProfile.objects.select_for_update().get(user=expert)
+    profile = expert_profile_lock(expert.pk)
     if profile.status == ExpertProfile.Status.PAUSED:
         profile.status = ExpertProfile.Status.ACTIVE
         profile.status_reason = f"Resumed by {by.username} in project {project.pk}."

@@ -13,7 +13,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Count, Q, QuerySet, Sum
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -33,6 +33,7 @@ from annotation.selectors import (
     rubric_version_current,
 )
 from annotation.submission.services import draft_save, labels_submit
+from core.pages import render_page
 from experts.models import User
 from rubrics.models import Category, RubricItem
 
@@ -42,12 +43,6 @@ PROJECT = "annotation/project.html"
 # A re-rendered form after a refused request: htmx swaps 422 responses (see base.html).
 UNPROCESSABLE = 422
 MINUS = "\u2212"
-
-
-def _render(request: HttpRequest, template: str, fragment: str, context: dict[str, Any],
-            status: int = 200) -> HttpResponse:
-    name = f"{template}#{fragment}" if request.htmx else template
-    return render(request, name, context, status=status)
 
 
 # --- Home ----------------------------------------------------------------------------
@@ -136,7 +131,7 @@ def home(request: HttpRequest) -> HttpResponse:
     else:
         counts = _task_counts(projects)
         context = {"managed_rows": [_managed_row(p, counts.get(p.pk)) for p in projects]}
-    return _render(request, HOME, "projects", context)
+    return render_page(request, HOME, "projects", context)
 
 
 # --- The expert's loop ---------------------------------------------------------------
@@ -293,7 +288,7 @@ def annotate(request: HttpRequest, assignment_id: int) -> HttpResponse:
     """The annotation page of the expert's own assignment: dialogue, reply, rubric items."""
     assignment = assignment_get_for_expert(request.user, assignment_id)
     context = _annotate_context(assignment, now=timezone.now())
-    return _render(request, ANNOTATE, "workspace", context)
+    return render_page(request, ANNOTATE, "workspace", context)
 
 
 @login_required
@@ -310,12 +305,12 @@ def draft_save_view(request: HttpRequest, assignment_id: int) -> HttpResponse:
         if not request.htmx:
             messages.error(request, error_message(exc))
             return redirect("annotate", assignment_id)
-        return render(request, f"{ANNOTATE}#save_status",
-                      {"save_state": "error", "save_error": error_message(exc)}, status=UNPROCESSABLE)
+        return render_page(request, ANNOTATE, "save_status",
+                           {"save_state": "error", "save_error": error_message(exc)}, status=UNPROCESSABLE)
     if not request.htmx:
         messages.success(request, _("Draft saved."))
         return redirect("annotate", assignment_id)
-    return render(request, f"{ANNOTATE}#save_status", {"save_state": "saved", "draft_saved_at": draft.updated_at})
+    return render_page(request, ANNOTATE, "save_status", {"save_state": "saved", "draft_saved_at": draft.updated_at})
 
 
 @login_required
@@ -331,14 +326,14 @@ def submit_view(request: HttpRequest, assignment_id: int) -> HttpResponse:
     except DomainError as exc:
         assignment = assignment_get_for_expert(request.user, assignment_id)
         context = _annotate_context(assignment, labels=labels, notes=notes, error=exc, now=now)
-        return _render(request, ANNOTATE, "workspace", context, status=UNPROCESSABLE)
+        return render_page(request, ANNOTATE, "workspace", context, status=UNPROCESSABLE)
     if not request.htmx:
         messages.success(request, _("Submitted. Thank you!"))
         return redirect("annotate", assignment_id)
     assignment = assignment_get_for_expert(request.user, assignment_id)
     context = _annotate_context(assignment, now=now)
     context["just_submitted"] = True
-    return render(request, f"{ANNOTATE}#workspace", context)
+    return render_page(request, ANNOTATE, "workspace", context)
 
 
 # --- The PM's project page -----------------------------------------------------------
@@ -362,7 +357,7 @@ def _project_context(project: Project) -> dict[str, Any]:
 def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
     """A managed project: progress, imports and export links (its PM and admins only)."""
     project = project_get_for_user(request.user, project_id, manage=True)
-    return _render(request, PROJECT, "main", _project_context(project))
+    return render_page(request, PROJECT, "main", _project_context(project))
 
 
 @login_required
@@ -396,4 +391,4 @@ def project_import(request: HttpRequest, project_id: int, kind: str) -> HttpResp
             outcome["errors"] = exc.errors
             status = UNPROCESSABLE
     context = {**_project_context(project), "outcome": outcome}
-    return _render(request, PROJECT, "main", context, status=status)
+    return render_page(request, PROJECT, "main", context, status=status)

@@ -242,6 +242,25 @@ def test_annotate_fragment(expert_client, assignment):
     assert assignment.task.response.question.final_user_turn in page
 
 
+def test_annotate_page_and_fragment_both_vary_on_hx_request(expert_client, assignment):
+    url = reverse("annotate", args=[assignment.pk])
+
+    full = expert_client.get(url)
+    fragment = expert_client.get(url, **HTMX)
+
+    assert "<html" in html(full) and 'id="workspace"' in html(full)
+    assert html(fragment).lstrip().startswith('<div id="workspace"')
+    assert "HX-Request" in full["Vary"] and "HX-Request" in fragment["Vary"]
+
+
+def test_a_refused_submission_keeps_varying_on_hx_request(expert_client, assignment):
+    response = expert_client.post(reverse("submit_view", args=[assignment.pk]), marks(item_keys(assignment)[:-1]),
+                                  **HTMX)
+
+    assert response.status_code == 422
+    assert "HX-Request" in response["Vary"]
+
+
 def test_annotate_shows_signed_scores_and_gate(expert_client, project, expert):
     leased = assignment_claim_next(project=project, expert=expert, now=timezone.now())
 

@@ -131,7 +131,7 @@ def judge_labels_import_view(request: HttpRequest, project_id: int) -> HttpRespo
             import_size_check(size=data["file"].size)
             outcome["result"] = judge_labels_import(
                 project=project, data=data["file"].read(), run_name=data["run"], judge_model=data["judge_model"],
-                prompt_version=data["prompt_version"], created_by=request.user,
+                prompt_version=data["prompt_version"], created_by=request.user, now=timezone.now(),
                 source=data["file"].name)
             form = JudgeLabelsImportForm()
         except DomainError as exc:

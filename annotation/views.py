@@ -11,7 +11,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ObjectDoesNotExist
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -23,7 +23,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from annotation.assignment.services import assignment_claim_next
 from annotation.quality.standing import HomeCard, expert_home_cards
 from core.errors import DomainError, NotFound, error_message
-from annotation.models import Assignment, Draft, Project, Question, Response, Task
+from annotation.models import Assignment, Draft, Project, Question, Response
 from annotation.selectors import (
     assignment_get_for_expert,
     project_access_for_user,
@@ -31,6 +31,8 @@ from annotation.selectors import (
     project_list_for_user,
     rubric_items_for_task,
     rubric_version_current,
+    task_progress_for_project,
+    task_progress_for_projects,
 )
 from annotation.submission.services import draft_save, labels_submit
 from core.pages import render_page
@@ -55,21 +57,6 @@ class ExpertProjectRow:
     card: HomeCard | None  # tier and calibration standing; None for an expert without a profile
 
 
-@dataclass(frozen=True)
-class ManagedProjectRow:
-    project: Project
-    tasks: int
-    open: int
-    full: int
-    complete: int
-    golden: int
-    submissions: int
-
-    @property
-    def percent_complete(self) -> int:
-        return round(100 * self.complete / self.tasks) if self.tasks else 0
-
-
 def _expert_rows(user: User, projects: list[Project], now: datetime) -> list[ExpertProjectRow]:
     cards = expert_home_cards(user, projects, now=now)
     counts = {
@@ -88,38 +75,6 @@ def _expert_rows(user: User, projects: list[Project], now: datetime) -> list[Exp
     ]
 
 
-def _task_counts(projects: QuerySet[Project] | list[Project]) -> dict[int, dict[str, int]]:
-    """Progress per project, golden tasks counted apart.
-
-    Golden tasks never complete (they keep serving as control tasks), so they stay out of
-    the progress; their submissions are real work and stay in the submission count.
-    """
-    regular = Q(is_golden=False)
-    return {
-        row["project_id"]: row
-        for row in Task.objects.filter(project__in=projects)
-        .values("project_id")
-        .annotate(
-            tasks=Count("pk", filter=regular),
-            open=Count("pk", filter=regular & Q(status=Task.Status.OPEN)),
-            full=Count("pk", filter=regular & Q(status=Task.Status.FULL)),
-            complete=Count("pk", filter=regular & Q(status=Task.Status.COMPLETE)),
-            golden=Count("pk", filter=Q(is_golden=True)),
-            submissions=Sum("submitted_count"),
-        )
-        .order_by()
-    }
-
-
-def _managed_row(project: Project, counts: dict[str, int] | None) -> ManagedProjectRow:
-    counts = counts or {}
-    return ManagedProjectRow(
-        project=project, tasks=counts.get("tasks", 0), open=counts.get("open", 0),
-        full=counts.get("full", 0), complete=counts.get("complete", 0), golden=counts.get("golden", 0),
-        submissions=counts.get("submissions") or 0,
-    )
-
-
 @login_required
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
@@ -129,8 +84,7 @@ def home(request: HttpRequest) -> HttpResponse:
     if user.is_expert:
         context = {"expert_rows": _expert_rows(user, list(projects), timezone.now())}
     else:
-        counts = _task_counts(projects)
-        context = {"managed_rows": [_managed_row(p, counts.get(p.pk)) for p in projects]}
+        context = {"managed_rows": task_progress_for_projects(projects)}
     return render_page(request, HOME, "projects", context)
 
 
@@ -345,7 +299,7 @@ def _project_context(project: Project) -> dict[str, Any]:
     version = rubric_version_current(project)
     return {
         "project": project,
-        "row": _managed_row(project, _task_counts([project]).get(project.pk)),
+        "row": task_progress_for_project(project),
         "questions": Question.objects.filter(project=project).count(),
         "responses": Response.objects.filter(project=project).count(),
         "version": version,

@@ -27,12 +27,11 @@ from annotation.agreement.selectors import (
     judge_run_get_for_project,
     judge_run_list_for_project,
     quality_units_page,
-    task_progress_counts,
 )
 from annotation.agreement.services import agreement_report_request, judge_run_default
 from annotation.dashboard.context import ReportView
 from annotation.models import JudgeRun, Project
-from annotation.selectors import project_get_for_user
+from annotation.selectors import project_get_for_user, task_progress_for_project
 from core.pages import render_page
 
 PAGE = "annotation/dashboard/page.html"
@@ -64,7 +63,7 @@ def _page_context(project: Project, run: JudgeRun | None) -> dict[str, Any]:
         "selected_run": run.pk if run else (report.judge_run_id if report else None),
         "report": report,
         "view": view,
-        "progress": task_progress_counts(project),
+        "progress": task_progress_for_project(project),
         # Autoescaped into a data attribute; dashboard.js parses it back.
         "charts": json.dumps(view.charts(), ensure_ascii=False, separators=(",", ":")) if view else "",
     }

@@ -11,7 +11,6 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ObjectDoesNotExist
-from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -20,6 +19,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from annotation.assignment.selectors import assignment_state, expert_work_for_projects
 from annotation.assignment.services import assignment_claim_next
 from annotation.quality.standing import HomeCard, expert_home_cards
 from core.errors import DomainError, NotFound, error_message
@@ -59,18 +59,10 @@ class ExpertProjectRow:
 
 def _expert_rows(user: User, projects: list[Project], now: datetime) -> list[ExpertProjectRow]:
     cards = expert_home_cards(user, projects, now=now)
-    counts = {
-        row["task__project_id"]: row
-        for row in Assignment.objects.filter(expert=user, task__project__in=projects)
-        .values("task__project_id")
-        .annotate(
-            submitted=Count("pk", filter=Q(status=Assignment.Status.SUBMITTED)),
-            in_progress=Count("pk", filter=Q(status=Assignment.Status.LEASED, expires_at__gt=now)),
-        )
-    }
+    work = expert_work_for_projects(user, projects, now=now)
     return [
-        ExpertProjectRow(project=p, submitted=counts.get(p.pk, {}).get("submitted", 0),
-                         in_progress=counts.get(p.pk, {}).get("in_progress", 0), card=cards.get(p.pk))
+        ExpertProjectRow(project=p, submitted=work[p.pk].submitted, in_progress=work[p.pk].in_progress,
+                         card=cards.get(p.pk))
         for p in projects
     ]
 
@@ -194,12 +186,7 @@ def _annotate_context(assignment: Assignment, *, labels: dict[str, Any] | None =
         if str(e.get("field", "")).startswith("labels.")
     }
     items = _item_rows(rubric_items_for_task(task), labels, notes or {}, missing)
-    if assignment.status == Assignment.Status.SUBMITTED:
-        state = "submitted"
-    elif assignment.status == Assignment.Status.EXPIRED or assignment.expires_at <= now:
-        state = "expired"
-    else:
-        state = "leased"
+    state = assignment_state(assignment, now=now)
     return {
         "assignment": assignment,
         "project": task.project,
@@ -215,9 +202,8 @@ def _annotate_context(assignment: Assignment, *, labels: dict[str, Any] | None =
         "draft_saved_at": draft.updated_at if draft else None,
         "save_state": "saved" if draft else "idle",
         "error": error_message(error) if error else "",
-        "submitted_count": (Assignment.objects.filter(expert=assignment.expert, task__project=task.project,
-                                                      status=Assignment.Status.SUBMITTED).count()
-                            if state == "submitted" else 0),
+        "submitted_count": (expert_work_for_projects(assignment.expert, [task.project], now=now)[task.project_id]
+                            .submitted if state == "submitted" else 0),
         "strings": _annotate_strings(),
     }
 

@@ -18,18 +18,18 @@ class NextTaskApi(APIView):
     def post(self, request, project_id: int):
         _require_expert(request)
         access = project_access_for_user(request.user, project_id)
-        assignment = assignment_claim_next(project=access.project, expert=request.user, now=timezone.now(),
-                                           access=access)
+        now = timezone.now()
+        assignment = assignment_claim_next(project=access.project, expert=request.user, now=now, access=access)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(AssignmentOut(assignment).data)
+        return Response(AssignmentOut(assignment, context={"now": now}).data)
 
 
 class AssignmentDetailApi(APIView):
     @extend_schema(responses={200: AssignmentOut})
     def get(self, request, assignment_id: int):
         assignment = assignment_get_for_expert(request.user, assignment_id)
-        return Response(AssignmentOut(assignment).data)
+        return Response(AssignmentOut(assignment, context={"now": timezone.now()}).data)
 
 
 class DraftApi(APIView):

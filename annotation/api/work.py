@@ -1,7 +1,7 @@
 """The expert's loop over the API: lease the next task, autosave a draft, submit."""
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import status
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
+from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -33,13 +33,18 @@ class AssignmentDetailApi(APIView):
 
 
 class DraftApi(APIView):
-    @extend_schema(request=SubmitIn, responses={200: SubmitIn})
+    @extend_schema_serializer(component_name="DraftOut")
+    class OutputSerializer(serializers.Serializer):
+        labels = serializers.JSONField(help_text='{"<rubric_item_id>": 0 or 1} for the items marked so far')
+        notes = serializers.JSONField(help_text='{"<rubric_item_id>": "text"}')
+
+    @extend_schema(request=SubmitIn, responses={200: OutputSerializer})
     def put(self, request, assignment_id: int):
         body = SubmitIn(data=request.data)
         body.is_valid(raise_exception=True)
         draft = draft_save(expert=request.user, assignment_id=assignment_id, labels=body.validated_data["labels"],
                            notes=body.validated_data.get("notes"), now=timezone.now())
-        return Response({"labels": draft.labels, "notes": draft.notes})
+        return Response(self.OutputSerializer(draft).data)
 
 
 class SubmitApi(APIView):

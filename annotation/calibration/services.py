@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef
 
 from annotation import permissions
 from annotation.lock_objects import calibration_attempt_lock
@@ -36,6 +37,8 @@ from experts.models import User
 from rubrics.models import RubricVersion
 
 Status = CalibrationAttempt.Status
+# Statuses from which the expert may start an attempt, once calibration is ready and no retry delay runs.
+STARTABLE = ("needed", "stale", "failed")
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,11 @@ class CalibrationState:
         if self.last is not None and self.last.status == Status.STALE:
             return "stale"
         return "needed"
+
+    @property
+    def can_start(self) -> bool:
+        """Whether `calibration_start` would draw a new attempt now (the page offers the button, the API says so)."""
+        return self.status in STARTABLE and self.ready and self.retry_at is None
 
 
 def calibration_state(*, project: Project, expert: User, now: datetime,
@@ -157,10 +165,61 @@ def calibration_task_get(*, attempt: CalibrationAttempt, position) -> Calibratio
         raise NotFound("No such calibration task.") from None
 
 
-def calibration_answered_positions(attempt: CalibrationAttempt) -> set[int]:
-    """Positions of the attempt's tasks that have answers."""
-    answered = set(CalibrationAnswer.objects.filter(attempt=attempt).values_list("task_id", flat=True))
-    return {ct.position for ct in CalibrationTask.objects.filter(attempt=attempt) if ct.task_id in answered}
+def calibration_attempt_passed(attempt: CalibrationAttempt) -> bool:
+    """Whether the attempt reached its threshold: a pass, or a scored attempt that a later rubric change made stale.
+
+    The result page and the API both say "passed" from here, so an expert whose pass
+    went stale still reads that they passed at the time (and that the rubric changed since).
+    """
+    if attempt.status == Status.PASSED:
+        return True
+    return (attempt.status == Status.STALE and attempt.score_pct is not None
+            and attempt.score_pct >= attempt.threshold_pct)
+
+
+@dataclass(frozen=True)
+class CalibrationProgress:
+    """An attempt's tasks in order and which of them have answers: the counts and the next task
+    the pages show and the API returns."""
+
+    attempt: CalibrationAttempt
+    positions: tuple[int, ...]
+    answered: frozenset[int]
+
+    @property
+    def total(self) -> int:
+        return len(self.positions)
+
+    @property
+    def answered_count(self) -> int:
+        return len(self.answered)
+
+    @property
+    def passed(self) -> bool:
+        return calibration_attempt_passed(self.attempt)
+
+    @property
+    def next_position(self) -> int | None:
+        """The first task without answers; None unless the attempt is still in progress."""
+        return self.next_after(0)
+
+    def next_after(self, position: int) -> int | None:
+        """The first task without answers after `position`, else the first one before it (None when none is left
+        or the attempt is no longer in progress)."""
+        if self.attempt.status != Status.IN_PROGRESS:
+            return None
+        remaining = [p for p in self.positions if p not in self.answered]
+        later = [p for p in remaining if p > position]
+        return (later or remaining or [None])[0]
+
+
+def calibration_progress(attempt: CalibrationAttempt) -> CalibrationProgress:
+    """The attempt's positions and which are answered, in one query."""
+    has_answers = CalibrationAnswer.objects.filter(attempt_id=attempt.pk, task_id=OuterRef("task_id"))
+    rows = list(CalibrationTask.objects.filter(attempt=attempt).annotate(answered=Exists(has_answers))
+                .order_by("position").values_list("position", "answered"))
+    return CalibrationProgress(attempt=attempt, positions=tuple(p for p, _a in rows),
+                               answered=frozenset(p for p, answered in rows if answered))
 
 
 @dataclass(frozen=True)
@@ -186,12 +245,9 @@ def calibration_answer(*, expert: User, attempt_id, position, labels, now: datet
                               value=clean[item.item_key], answered_at=now)
             for item in items
         )
-        answered = calibration_answered_positions(attempt)
-        positions = sorted(CalibrationTask.objects.filter(attempt=attempt).values_list("position", flat=True))
-        remaining = [p for p in positions if p not in answered]
-        if remaining:
-            later = [p for p in remaining if p > calibration_task.position]
-            return AnswerResult(attempt=attempt, next_position=(later or remaining)[0])
+        next_position = calibration_progress(attempt).next_after(calibration_task.position)
+        if next_position is not None:
+            return AnswerResult(attempt=attempt, next_position=next_position)
         _score(attempt=attempt, now=now)
     return AnswerResult(attempt=attempt, next_position=None)
 

@@ -15,11 +15,11 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation.calibration.selectors import golden_usable_tasks, project_has_golden_set
+from annotation.calibration.selectors import attempt_list_for_expert, golden_usable_tasks, project_has_golden_set
 from annotation.calibration.services import calibration_state
 from annotation.exchange.golden import golden_import
 from annotation.exchange.jsonl import upload_read
-from annotation.models import Assignment, CalibrationAttempt, Project
+from annotation.models import Assignment, Project
 from annotation.quality.control import control_accuracy, expert_resume
 from annotation.quality.portrait import expert_stats, own_view_cutoff, portrait_for
 from annotation.quality.project_settings import project_quality_update
@@ -145,8 +145,7 @@ def quality_expert(request: HttpRequest, project_id: int, user_id: int) -> HttpR
         "portrait": portrait_for(expert, projects=[project]),
         "progress": tier_progress(tier=profile.tier, stats=expert_stats(expert)) if profile else None,
         "tier_changes": TierChange.objects.filter(profile=profile)[:20] if profile else [],
-        "attempts": CalibrationAttempt.objects.filter(project=project, expert=expert).select_related(
-            "rubric_version")[:20],
+        "attempts": attempt_list_for_expert(project=project, expert=expert),
         "control": control_accuracy(project=project, expert=expert, window=project.control_window),
     })
 

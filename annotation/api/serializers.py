@@ -74,18 +74,3 @@ class SubmitOut(serializers.Serializer):
     status = serializers.CharField()
     submitted_at = serializers.DateTimeField()
     task_complete = serializers.BooleanField()
-
-
-class ProjectIn(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
-    overlap = serializers.IntegerField(required=False, default=3, min_value=1, max_value=9)
-    lease_timeout_s = serializers.IntegerField(required=False, default=45 * 60, min_value=60)
-
-
-class ProjectOut(serializers.Serializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-    description = serializers.CharField()
-    overlap = serializers.IntegerField()
-    lease_timeout_s = serializers.IntegerField()

@@ -18,12 +18,14 @@ Rules (DESIGN step 3, issue 3):
 Locks: the attempt row before its answers (`annotation.lock_objects`).
 """
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, F, OuterRef, Window
+from django.db.models.functions import RowNumber
 
 from annotation import permissions
 from annotation.lock_objects import calibration_attempt_lock
@@ -37,6 +39,11 @@ from experts.models import User
 from rubrics.models import RubricVersion
 
 Status = CalibrationAttempt.Status
+
+
+# The standing reads an expert's newest attempts only: an open or passed attempt is always
+# among them (no attempt starts while one is open or passed), and the newest decides the rest.
+ATTEMPTS_READ = 20
 # Statuses from which the expert may start an attempt, once calibration is ready and no retry delay runs.
 STARTABLE = ("needed", "stale", "failed")
 
@@ -81,15 +88,32 @@ class CalibrationState:
         return self.status in STARTABLE and self.ready and self.retry_at is None
 
 
-def calibration_state(*, project: Project, expert: User, now: datetime,
-                      available: int | None = None) -> CalibrationState:
-    """The expert's calibration standing in `project` at `now`.
+def calibration_states_for_experts(*, project: Project, experts: Iterable[User],
+                                   now: datetime) -> dict[int, CalibrationState]:
+    """Each expert's calibration standing in `project` at `now`, by user id, in four queries.
 
-    `available` (usable golden tasks of the current version) may be passed in by a page
-    that lists many experts of one project, to count them once.
+    The project's current version, golden set and usable golden tasks are read once for
+    every expert, and every expert's newest attempts in one query, so a page listing the
+    project's experts costs the same for two experts as for two hundred.
     """
+    experts = list(experts)
     version = rubric_version_current(project)
-    attempts = list(CalibrationAttempt.objects.filter(project=project, expert=expert).order_by("-started_at", "-id")[:20])
+    newest = (CalibrationAttempt.objects.filter(project=project, expert__in=experts)
+              .annotate(rank=Window(RowNumber(), partition_by=[F("expert_id")],
+                                    order_by=[F("started_at").desc(), F("id").desc()]))
+              .filter(rank__lte=ATTEMPTS_READ).order_by("expert_id", "-started_at", "-id"))
+    attempts: dict[int, list[CalibrationAttempt]] = {e.pk: [] for e in experts}
+    for attempt in newest:
+        attempts[attempt.expert_id].append(attempt)
+    available = golden_usable_tasks(project=project, version=version).count() if version is not None else 0
+    required = project_has_golden_set(project)
+    return {expert_id: _state(project=project, attempts=rows, version=version, available=available,
+                              required=required, now=now)
+            for expert_id, rows in attempts.items()}
+
+
+def _state(*, project: Project, attempts: list[CalibrationAttempt], version: RubricVersion | None, available: int,
+           required: bool, now: datetime) -> CalibrationState:
     passed = next((a for a in attempts if a.status == Status.PASSED), None)
     open_attempt = next((a for a in attempts if a.status == Status.IN_PROGRESS), None)
     last = attempts[0] if attempts else None
@@ -98,11 +122,13 @@ def calibration_state(*, project: Project, expert: User, now: datetime,
         retry_at = last.finished_at + timedelta(seconds=project.calibration_retry_delay_s)
         if retry_at <= now:
             retry_at = None
-    if available is None:
-        available = golden_usable_tasks(project=project, version=version).count() if version is not None else 0
-    return CalibrationState(required=project_has_golden_set(project), available=available,
-                            size=project.calibration_size, version=version, passed=passed, open=open_attempt,
-                            last=last, retry_at=retry_at)
+    return CalibrationState(required=required, available=available, size=project.calibration_size,
+                            version=version, passed=passed, open=open_attempt, last=last, retry_at=retry_at)
+
+
+def calibration_state(*, project: Project, expert: User, now: datetime) -> CalibrationState:
+    """The expert's calibration standing in `project` at `now` (see `calibration_states_for_experts`)."""
+    return calibration_states_for_experts(project=project, experts=[expert], now=now)[expert.pk]
 
 
 def calibration_check(*, project: Project, expert: User) -> None:

@@ -29,6 +29,9 @@ from annotation.exchange.jsonl import import_size_check
 from annotation.exchange.judge_labels import judge_labels_import
 from annotation.judging.selectors import judge_run_failures, judge_run_get_for_user, judge_run_list_for_project
 from annotation.judging.services import (
+    ACTIVE,
+    judge_run_can_cancel,
+    judge_run_can_resume,
     judge_run_cancel,
     judge_run_progress,
     judge_run_resume,
@@ -145,16 +148,14 @@ def judge_labels_import_view(request: HttpRequest, project_id: int) -> HttpRespo
 def _run_context(run: JudgeRun, **extra: Any) -> dict[str, Any]:
     progress = judge_run_progress(run)
     run.status = progress["status"]
-    active = run.status in (JudgeRun.Status.PENDING, JudgeRun.Status.RUNNING)
-    live = run.source == JudgeRun.Source.LIVE
     return {
         "run": run,
         "project": run.project,
         "progress": progress,
         "finished_count": progress["done"] + progress["failed"],
-        "active": active,
-        "can_cancel": live and active,
-        "can_resume": live and run.status in (JudgeRun.Status.CANCELLED, JudgeRun.Status.FAILED),
+        "active": run.status in ACTIVE,
+        "can_cancel": judge_run_can_cancel(run),
+        "can_resume": judge_run_can_resume(run),
         "failures": judge_run_failures(run) if progress["failed"] else [],
         **extra,
     }

@@ -40,6 +40,18 @@ def test_next_task_returns_the_blind_assignment(api, project, member):
     assert "model" not in str(sorted(body)) and "model-0" not in response.content.decode()
 
 
+def test_a_fresh_claim_over_the_api_stays_within_its_query_budget(api, project, member,
+                                                                 django_assert_max_num_queries):
+    client = _client_for(api, member)
+
+    # Measured at 23 with calibration not required: token, project and permissions,
+    # eligibility, the draw and the lease (with its savepoints), the rubric items and draft.
+    with django_assert_max_num_queries(23):
+        response = client.post(f"/api/v1/projects/{project.pk}/next-task/")
+
+    assert response.status_code == 200
+
+
 def test_the_api_and_the_page_call_a_lease_past_its_expiry_expired(api, client, project, member):
     lease = _client_for(api, member).post(f"/api/v1/projects/{project.pk}/next-task/").json()
     Assignment.objects.filter(pk=lease["id"]).update(expires_at=timezone.now() - timedelta(seconds=1))

@@ -400,13 +400,9 @@ class ChatClient:
 
             if attempt < total_attempts:
                 delay = self._delay(attempt, retry_after_s)
-                logger.warning(
-                    "chat completion attempt %d/%d failed (%s); retrying in %.2fs",
-                    attempt,
-                    total_attempts,
-                    last_problem,
-                    delay,
-                )
+                logger.warning("chat completion attempt failed; retrying", extra={
+                    "attempt": attempt, "attempts": total_attempts, "problem": last_problem,
+                    "delay_s": round(delay, 2)})
                 if delay > 0:
                     self._sleep(delay)
 
@@ -442,6 +438,6 @@ def judge_one(
     try:
         return parse_judge_answer(client.complete(prompt), n_items)
     except JudgeParseError as first:
-        logger.info("judge answer unparseable (%s); re-asking once", first)
+        logger.info("judge answer unparseable; re-asking once", extra={"problem": str(first)})
         reask = prompt + _REASK_NOTE.format(error=str(first))
         return parse_judge_answer(client.complete(reask), n_items)

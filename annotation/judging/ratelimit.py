@@ -54,8 +54,8 @@ class RedisRateLimiter:
         try:
             wait_us = int(self._script(keys=[self.key], args=[self._interval_us, self._ttl_ms]))
         except redis.RedisError as exc:
-            logger.warning("judge rate limit: Redis unavailable (%s); limiting this process only",
-                           type(exc).__name__)
+            logger.warning("judge rate limit: Redis unavailable; limiting this process only",
+                           extra={"error": type(exc).__name__})
             return self._fallback.acquire()
         wait = max(0, wait_us) / 1_000_000
         if wait > 0:

@@ -143,7 +143,7 @@ def judge_run_start(*, project: Project, name: str, base_url: str, judge_model: 
                           errors=[{"field": "name", "message": "a judge run of this project already has this name",
                                    "code": "name_taken"}]
                           ) from None
-    logger.info("judge run %s started on project %s with %d tasks", run.pk, project.pk, len(results))
+    logger.info("judge run started", extra={"run_id": run.pk, "project_id": project.pk, "tasks": len(results)})
     return run
 
 
@@ -187,7 +187,7 @@ def judge_run_cancel(*, run: JudgeRun, now: datetime) -> JudgeRun:
     locked.status = JudgeRun.Status.CANCELLED
     locked.finished_at = now
     locked.save(update_fields=["status", "finished_at"])
-    logger.info("judge run %s cancelled", locked.pk)
+    logger.info("judge run cancelled", extra={"run_id": locked.pk})
     return locked
 
 
@@ -208,7 +208,7 @@ def judge_run_resume(*, run: JudgeRun, now: datetime) -> JudgeRun:
     locked.finished_at = None
     locked.save(update_fields=["status", "finished_at"])
     _walker_queue_on_commit(locked.pk)
-    logger.info("judge run %s resumed (%d failed tasks to ask again)", locked.pk, retried)
+    logger.info("judge run resumed", extra={"run_id": locked.pk, "retried": retried})
     return locked
 
 
@@ -316,7 +316,7 @@ def judge_task_execute(*, result_id: int, now: datetime, client: Completer | Non
         if isinstance(exc, SoftTimeLimitExceeded):
             # The Celery task is out of time: leave the claim to run out, never half-record.
             raise
-        logger.exception("judge run %s: unexpected error on result %s", run.pk, result_id)
+        logger.exception("judge result: unexpected error", extra={"run_id": run.pk, "result_id": result_id})
         return _result_fail(result_id=result_id, error=_scrub(f"unexpected error: {type(exc).__name__}: {exc}",
                                                               secret))
     return _result_record(result_id=result_id, items=items, answer=answer, secret=secret)
@@ -366,7 +366,7 @@ def _result_fail(*, result_id: int, error: str) -> JudgeTaskResult:
     result.error = error
     result.claimed_until = None
     result.save(update_fields=["status", "error", "claimed_until", "updated_at"])
-    logger.info("judge run %s: task %s failed: %s", result.run_id, result.task_id, error)
+    logger.info("judge result failed", extra={"run_id": result.run_id, "task_id": result.task_id, "error": error})
     return result
 
 
@@ -444,5 +444,5 @@ def _run_finish(*, run_id: int, now: datetime) -> JudgeStep:
     run.finished_at = now
     run.save(update_fields=["status", "finished_at"])
     task_send_on_commit("annotation.agreement_report_request", project_id=run.project_id)
-    logger.info("judge run %s finished: %s", run_id, run.status)
+    logger.info("judge run finished", extra={"run_id": run_id, "status": run.status})
     return JudgeStep("finished")

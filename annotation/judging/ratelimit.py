@@ -1,6 +1,6 @@
 """A judge run's requests-per-second limit, per process or shared through Redis.
 
-`RateLimiter` (client.py) spaces the requests of one process. Several Celery worker
+`RateLimiter` (pacing.py) spaces the requests of one process. Several Celery worker
 processes walking the same run would each allow the full rate, so with Redis
 configured every process reserves its slot from one Redis key per run instead: a
 short Lua script reads Redis's own clock (so worker clocks need not agree), takes the
@@ -18,7 +18,7 @@ from collections.abc import Callable
 import redis
 from django.conf import settings
 
-from annotation.judging.client import RateLimiter
+from annotation.judging.pacing import RateLimiter
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ class VendorSQL(migrations.RunPython):
     """
 
     def __init__(self, *, postgresql: Sequence[str], sqlite: Sequence[str],
-                 reverse_postgresql: Sequence[str] = (), reverse_sqlite: Sequence[str] = ()) -> None:
+                 reverse_postgresql: Sequence[str], reverse_sqlite: Sequence[str]) -> None:
         self.statements = {"postgresql": list(postgresql), "sqlite": list(sqlite)}
         self.reverse_statements = {"postgresql": list(reverse_postgresql), "sqlite": list(reverse_sqlite)}
         super().__init__(self._forward, self._backward)

@@ -14,6 +14,13 @@ def load_taxonomy(apps, schema_editor):
         )
 
 
+def unload_taxonomy(apps, schema_editor):
+    # Only the rows this migration loaded; rubric items still pointing at one (PROTECT)
+    # stop the rollback, because unloading a taxonomy in use would orphan them.
+    Dimension = apps.get_model("rubrics", "Dimension")
+    Dimension.objects.filter(code__in=[code for code, *_ in DIMENSIONS]).delete()
+
+
 PG_ITEM_GUARD = """
 CREATE OR REPLACE FUNCTION rubrica_refuse_published_item() RETURNS trigger AS $$
 BEGIN
@@ -61,12 +68,25 @@ SQLITE = [
         WHEN OLD.status = 'published' BEGIN SELECT RAISE(ABORT, {MSG}); END""",
 ]
 
+REVERSE_SQLITE = [
+    f"DROP TRIGGER IF EXISTS {name}" for name in (
+        "rubrica_item_insert_guard", "rubrica_item_update_guard", "rubrica_item_delete_guard",
+        "rubrica_version_update_guard", "rubrica_version_delete_guard",
+    )
+]
+REVERSE_POSTGRESQL = [
+    "DROP TRIGGER IF EXISTS rubrica_version_guard ON rubrics_rubricversion",
+    "DROP TRIGGER IF EXISTS rubrica_item_guard ON rubrics_rubricitem",
+    "DROP FUNCTION IF EXISTS rubrica_refuse_published_version()",
+    "DROP FUNCTION IF EXISTS rubrica_refuse_published_item()",
+]
+
 
 class Migration(migrations.Migration):
     dependencies = [("rubrics", "0001_initial")]
 
     operations = [
-        migrations.RunPython(load_taxonomy, migrations.RunPython.noop),
+        migrations.RunPython(load_taxonomy, unload_taxonomy),
         VendorSQL(
             postgresql=[
                 PG_ITEM_GUARD,
@@ -77,5 +97,7 @@ class Migration(migrations.Migration):
                 "FOR EACH ROW EXECUTE FUNCTION rubrica_refuse_published_version()",
             ],
             sqlite=SQLITE,
+            reverse_postgresql=REVERSE_POSTGRESQL,
+            reverse_sqlite=REVERSE_SQLITE,
         ),
     ]

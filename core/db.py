@@ -16,6 +16,10 @@ class VendorSQL(migrations.RunPython):
 
     Both directions are required: a migration with hand-written SQL must unapply
     cleanly, so that `migrate app zero` followed by `migrate` leaves no trigger behind.
+
+    On SQLite, a later migration that alters a guarded table rebuilds it (new table,
+    copy, drop, rename) and the table's triggers go with the old one; such a migration
+    must create them again (see annotation/migrations/0008).
     """
 
     def __init__(self, *, postgresql: Sequence[str], sqlite: Sequence[str],

@@ -1,7 +1,29 @@
 from django.db import migrations
 
 from core.db import VendorSQL
-from rubrics.taxonomy import DIMENSIONS
+
+# The taxonomy as it stood when this migration was written, copied from
+# rubrics.taxonomy.DIMENSIONS rather than imported: a later edit there must not change
+# what this migration loads (a changed taxonomy gets its own data migration).
+# (code, Chinese name, English name, category)
+DIMENSIONS = [
+    ("verbal-expression", "言语表达", "Verbal expression", "personality"),
+    ("curiosity", "好奇心", "Curiosity", "personality"),
+    ("warmth", "温暖", "Warmth", "personality"),
+    ("first-person", "第一人称使用", "First-person usage", "personality"),
+    ("autonomy", "自主性", "Autonomy", "personality"),
+    ("humor", "幽默", "Humor", "personality"),
+    ("self-awareness", "自我认知", "Self-awareness", "personality"),
+    ("emotional-coping", "情绪应对", "Emotional coping", "emotion"),
+    ("emotional-understanding", "情绪理解", "Emotional understanding", "emotion"),
+    ("emotional-perception", "情绪感知", "Emotional perception", "emotion"),
+    ("emotional-reaction", "情绪反应", "Emotional reaction", "emotion"),
+    ("proactivity", "主动性", "Proactivity", "social"),
+    ("relationship-building", "关系构建", "Relationship building", "social"),
+    ("motivation", "动机", "Motivation", "motivation"),
+    ("morality", "道德", "Morality", "morality"),
+    ("other", "其他", "Other (gate)", "gate"),
+]
 
 
 def load_taxonomy(apps, schema_editor):

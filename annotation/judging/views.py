@@ -28,7 +28,7 @@ from core.pages import render_page
 from annotation.exchange.jsonl import import_size_check
 from annotation.exchange.judge_labels import judge_labels_import
 from annotation.judging.selectors import judge_run_failures, judge_run_get_for_user, judge_run_list_for_project
-from annotation.judging.services import (
+from annotation.judging.runs import (
     ACTIVE,
     judge_run_can_cancel,
     judge_run_can_resume,

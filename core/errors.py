@@ -53,7 +53,9 @@ def _render(code: str, params: dict[str, Any], fallback: str) -> str:
     except ValueError:
         return fallback
     try:
-        return str(label % params) if params else str(label)
+        # Interpolated even without params: a label with placeholders then raises and falls
+        # back, rather than reaching the user as "%(size)s" (or "" for a plural label).
+        return str(label % params)
     except (KeyError, TypeError, ValueError):
         # A message whose params are missing must still reach the user, in English.
         return fallback

@@ -8,15 +8,14 @@ from datetime import datetime
 
 from django.db import transaction
 from django.db.models import Exists, Max, OuterRef
-
 from django.urls import reverse
 
 from annotation.calibration.golden import golden_carry_forward
 from annotation.calibration.selectors import project_experts, project_has_golden_set
 from annotation.calibration.services import calibrations_mark_stale
-from core.errors import DomainError
 from annotation.models import Project, Response, Task
 from annotation.rubric_editing.diff import rubric_version_diff
+from core.errors import DomainError
 from experts.notifications import notification_send
 from rubrics.models import RubricItem, RubricVersion
 

@@ -3,8 +3,8 @@ from django.db.models import QuerySet
 from guardian.shortcuts import get_objects_for_user
 
 from annotation import permissions
-from core.errors import NotFound
 from annotation.models import Assignment, Project
+from core.errors import NotFound
 from experts.models import User
 from rubrics.models import RubricItem, RubricVersion
 

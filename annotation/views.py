@@ -23,7 +23,6 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from annotation.assignment.services import assignment_claim_next
 from annotation.calibration.standing import HomeCard, expert_home_cards
-from core.errors import DomainError, NotFound
 from annotation.models import Assignment, Draft, Project, Question, Response, Task
 from annotation.selectors import (
     assignment_get_for_expert,
@@ -33,6 +32,7 @@ from annotation.selectors import (
     rubric_version_current,
 )
 from annotation.submission.services import draft_save, labels_submit
+from core.errors import DomainError, NotFound
 from experts.models import User
 from rubrics.models import Category, RubricItem
 

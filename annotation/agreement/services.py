@@ -22,8 +22,8 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, transaction
 from django.db.models import Q
 
-from annotation.agreement.report import material_load, report_params, report_payload
 from annotation.agreement.material import Material
+from annotation.agreement.report import material_load, report_params, report_payload
 from annotation.models import AgreementReport, JudgeRun, Project, Task
 from rubrics.models import RubricVersion
 

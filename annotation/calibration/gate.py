@@ -2,8 +2,8 @@
 assignment services can call it without importing the submission services (which
 calibration reuses for label validation)."""
 from annotation.calibration.selectors import project_has_golden_set
-from core.errors import Forbidden
 from annotation.models import CalibrationAttempt, Project
+from core.errors import Forbidden
 from experts.models import User
 
 

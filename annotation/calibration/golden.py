@@ -26,11 +26,11 @@ from datetime import datetime
 
 from django.db import transaction
 
-from core.errors import DomainError
 from annotation.exchange.jsonl import LineErrors, RowReader, describe, jsonl_objects
 from annotation.exchange.lock_objects import project_imports_lock
 from annotation.models import Assignment, GoldenReference, Project, Question, Response, Task
 from annotation.selectors import rubric_version_current
+from core.errors import DomainError
 from rubrics.models import RubricItem, RubricVersion
 
 # Slots of a golden task: enough for every expert of a project to meet it once.

@@ -4,8 +4,8 @@ from typing import Any
 
 from django.db import transaction
 
-from core.errors import DomainError
 from annotation.models import Project
+from core.errors import DomainError
 from experts.models import Tier
 
 

@@ -3,8 +3,8 @@ from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from guardian.shortcuts import get_users_with_perms
 
-from core.errors import NotFound
 from annotation.models import CalibrationAttempt, CalibrationTask, GoldenReference, Project, Task
+from core.errors import NotFound
 from experts.models import Role, User
 from rubrics.models import RubricItem, RubricVersion
 

@@ -26,10 +26,10 @@ from django.db import IntegrityError, transaction
 
 from annotation import permissions
 from annotation.calibration.selectors import attempt_get_for_expert, golden_usable_tasks, project_has_golden_set
-from core.errors import Conflict, DomainError, Forbidden, NotFound
 from annotation.models import CalibrationAnswer, CalibrationAttempt, CalibrationTask, GoldenReference, Project
 from annotation.selectors import rubric_items_for_task, rubric_version_current
 from annotation.submission.services import labels_clean
+from core.errors import Conflict, DomainError, Forbidden, NotFound
 from experts.models import User
 from rubrics.models import RubricVersion
 

@@ -35,7 +35,6 @@ from annotation.calibration.services import (
     calibration_task_get,
 )
 from annotation.calibration.standing import expert_evaluate
-from core.errors import DomainError, NotFound
 from annotation.exchange.jsonl import upload_read
 from annotation.models import Assignment, CalibrationAttempt, Project
 from annotation.selectors import (
@@ -44,6 +43,7 @@ from annotation.selectors import (
     rubric_items_for_task,
     rubric_version_current,
 )
+from core.errors import DomainError, NotFound
 from experts.models import ExpertProfile, TierChange, User
 from experts.notifications import notification_list_for_user, notification_text, notifications_mark_read
 from experts.tiers import tier_progress

@@ -31,9 +31,9 @@ from annotation.agreement.selectors import (
 )
 from annotation.agreement.services import agreement_report_request, judge_run_default
 from annotation.dashboard.context import ReportView
-from core.errors import NotFound
 from annotation.models import JudgeRun, Project
 from annotation.selectors import project_get_for_user
+from core.errors import NotFound
 
 PAGE = "annotation/dashboard/page.html"
 ITEMS = "annotation/dashboard/items.html"

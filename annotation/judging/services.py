@@ -36,7 +36,6 @@ from django.core.validators import URLValidator
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Min, Q
 
-from core.errors import DomainError
 from annotation.judging.client import ChatClient, Completer, JudgeRequestError, judge_one
 from annotation.judging.prompt import PROMPT_VERSION, JudgeAnswer, JudgeParseError
 from annotation.judging.ratelimit import rate_limiter_for_run
@@ -44,6 +43,7 @@ from annotation.judging.secrets import JudgeKeyError, api_key_encrypt, api_key_e
 from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult, Project, Task
 from annotation.selectors import rubric_version_current
 from core.after_commit import task_send_on_commit
+from core.errors import DomainError
 from experts.models import User
 from rubrics.models import RubricItem
 

@@ -23,7 +23,6 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from core.errors import DomainError, NotFound
 from annotation.exchange.jsonl import import_size_check
 from annotation.judging.imports import judge_labels_import
 from annotation.judging.selectors import judge_run_failures, judge_run_get_for_user, judge_run_list_for_project
@@ -36,6 +35,7 @@ from annotation.judging.services import (
 )
 from annotation.models import JudgeRun, Project
 from annotation.selectors import project_get_for_user
+from core.errors import DomainError, NotFound
 
 RUNS = "annotation/judging/runs.html"
 RUN = "annotation/judging/run.html"

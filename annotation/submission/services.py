@@ -6,12 +6,12 @@ from django.db import transaction
 
 from annotation.assignment.services import assignment_revive, lease_extend
 from annotation.calibration.control import control_record
-from core.errors import Conflict, DomainError
 from annotation.lock_objects import assignment_lock, task_lock
-from core.after_commit import task_send_on_commit
 from annotation.models import Assignment, Draft, Label, Task
 from annotation.selectors import assignment_get_for_expert, rubric_items_for_task
 from annotation.submission.consensus import consensus_compute
+from core.after_commit import task_send_on_commit
+from core.errors import Conflict, DomainError
 from experts.models import ExpertProfile, User
 
 MAX_NOTE_CHARS = 2000

@@ -21,8 +21,6 @@ from django.db import connections
 from django.test import Client
 from django.utils import timezone
 
-from core.errors import DomainError
-from config.celery import app as celery_app
 from annotation.judging import services
 from annotation.judging.prompt import render_rubric_line
 from annotation.judging.ratelimit import RedisRateLimiter
@@ -36,6 +34,8 @@ from annotation.judging.services import (
     judge_task_execute,
 )
 from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult, Project, Task
+from config.celery import app as celery_app
+from core.errors import DomainError
 from tests.factories import PMFactory, make_project_with_tasks
 from tests.support.fake_llm import FakeLLMServer, default_answer
 

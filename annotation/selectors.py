@@ -5,8 +5,8 @@ from django.db.models import QuerySet
 from guardian.shortcuts import get_objects_for_user, get_users_with_perms
 
 from annotation import permissions
-from core.errors import NotFound
 from annotation.models import Assignment, Project
+from core.errors import NotFound
 from experts.models import Role, User
 from rubrics.models import RubricItem, RubricVersion
 

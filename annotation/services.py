@@ -2,8 +2,8 @@
 from django.db import transaction
 
 from annotation import permissions
-from core.errors import DomainError
 from annotation.models import Project
+from core.errors import DomainError
 from experts.models import User
 from rubrics.models import Rubric
 

@@ -21,9 +21,8 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotation.assignment.services import assignment_claim_next
-from annotation.quality.standing import HomeCard, expert_home_cards
-from core.errors import DomainError, NotFound, error_message
 from annotation.models import Assignment, Draft, Project, Question, Response, Task
+from annotation.quality.standing import HomeCard, expert_home_cards
 from annotation.selectors import (
     assignment_get_for_expert,
     project_access_for_user,
@@ -33,6 +32,7 @@ from annotation.selectors import (
     rubric_version_current,
 )
 from annotation.submission.services import draft_save, labels_submit
+from core.errors import DomainError, NotFound, error_message
 from experts.models import User
 from rubrics.models import Category, RubricItem
 

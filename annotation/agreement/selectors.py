@@ -13,8 +13,8 @@ from typing import Any
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
-from core.errors import NotFound
 from annotation.models import AgreementReport, Assignment, ItemConsensus, JudgeLabel, JudgeRun, Label, Project, Task
+from core.errors import NotFound
 
 UNITS_PER_PAGE = 50
 UNIT_FILTERS = ("dimension", "category", "model", "difficulty", "zone", "disagree", "expert", "task")

@@ -84,7 +84,7 @@ def _paired(a: ArrayLike, b: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.i
     return x[keep], y[keep]
 
 
-def _chance_corrected(observed: NDArray[np.float64], expected: NDArray[np.float64]) -> NDArray[np.float64]:
+def _chance_corrected(observed: ArrayLike, expected: ArrayLike) -> NDArray[np.float64]:
     """Return ``(observed - expected) / (1 - expected)``, nan where expected is 1.
 
     Expected agreement of 1 means every rater used one and the same category, so

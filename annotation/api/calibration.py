@@ -7,6 +7,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.api.common import NOT_FOUND as _NOT_FOUND
+from annotation.api.common import require_expert as _require_expert
 from annotation.api.serializers import RubricItemOut, TurnOut
 from annotation.calibration.selectors import attempt_get_for_expert
 from annotation.calibration.services import (
@@ -20,9 +22,6 @@ from annotation.calibration.services import (
 )
 from annotation.models import CalibrationAttempt
 from annotation.selectors import project_get_for_user, rubric_items_for_task
-
-from annotation.api.common import NOT_FOUND as _NOT_FOUND
-from annotation.api.common import require_expert as _require_expert
 
 
 def _state_out(state: CalibrationState) -> dict:

@@ -22,10 +22,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.exchange.golden import golden_import
-from annotation.exchange.judge_labels import judge_labels_import
 from annotation.exchange.export import FORMATS, consensus_export, consensus_rows, export_format_check
+from annotation.exchange.golden import golden_import
 from annotation.exchange.jsonl import upload_read
+from annotation.exchange.judge_labels import judge_labels_import
 from annotation.exchange.questions import questions_import
 from annotation.exchange.responses import responses_import
 from annotation.selectors import project_get_for_user

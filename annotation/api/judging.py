@@ -10,8 +10,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.judging.selectors import judge_run_get_for_user
 from annotation.judging.runs import judge_run_progress
+from annotation.judging.selectors import judge_run_get_for_user
 
 _ERROR = inline_serializer("JudgeImportError", fields={
     "detail": serializers.CharField(),

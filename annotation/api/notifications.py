@@ -9,7 +9,6 @@ from rest_framework.views import APIView
 from experts.notifications import notification_list_for_user, notification_text
 
 
-
 class NotificationOut(serializers.Serializer):
     id = serializers.IntegerField()
     kind = serializers.CharField()

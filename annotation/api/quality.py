@@ -7,13 +7,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.quality.portrait import own_view_cutoff, portrait_for
-from annotation.quality.project_settings import project_quality_update
-from annotation.selectors import project_expert_get
-from annotation.selectors import project_get_for_user
-
 from annotation.api.common import NOT_FOUND as _NOT_FOUND
 from annotation.api.common import require_expert as _require_expert
+from annotation.quality.portrait import own_view_cutoff, portrait_for
+from annotation.quality.project_settings import project_quality_update
+from annotation.selectors import project_expert_get, project_get_for_user
 
 
 class QualitySettingsOut(serializers.Serializer):

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.api.common import NOT_FOUND as _NOT_FOUND
 from annotation.models import Project
 from annotation.rubric_editing.services import (
     rubric_draft_item_add,
@@ -21,8 +22,6 @@ from annotation.rubric_editing.services import (
 )
 from annotation.selectors import project_get_for_user
 from rubrics.models import RubricItem
-
-from annotation.api.common import NOT_FOUND as _NOT_FOUND
 
 
 class DraftItemOut(serializers.Serializer):

@@ -25,13 +25,13 @@ from decimal import ROUND_HALF_UP, Decimal
 from django.db import IntegrityError, transaction
 
 from annotation import permissions
-from annotation.lock_objects import calibration_attempt_lock
 from annotation.calibration.selectors import attempt_get_for_expert, golden_usable_tasks, project_has_golden_set
-from core.error_codes import ErrorCode
-from core.errors import Conflict, DomainError, Forbidden, NotFound
+from annotation.labels import labels_clean
+from annotation.lock_objects import calibration_attempt_lock
 from annotation.models import CalibrationAnswer, CalibrationAttempt, CalibrationTask, GoldenReference, Project
 from annotation.selectors import rubric_items_for_task, rubric_version_current
-from annotation.labels import labels_clean
+from core.error_codes import ErrorCode
+from core.errors import Conflict, DomainError, Forbidden, NotFound
 from experts.models import User
 from rubrics.models import RubricVersion
 

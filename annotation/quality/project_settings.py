@@ -5,8 +5,8 @@ from typing import Any
 from django.db import transaction
 
 from annotation.lock_objects import project_lock
-from core.errors import DomainError
 from annotation.models import Project
+from core.errors import DomainError
 from experts.models import Tier
 
 

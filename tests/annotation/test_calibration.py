@@ -10,7 +10,6 @@ from rest_framework.authtoken.models import Token
 
 from annotation.assignment.services import assignment_claim_next
 from annotation.calibration.services import calibration_feedback, calibration_start, calibration_state
-from core.errors import Conflict, Forbidden
 from annotation.models import (
     Assignment,
     CalibrationAnswer,
@@ -19,6 +18,7 @@ from annotation.models import (
     Label,
     Task,
 )
+from core.errors import Conflict, Forbidden
 from tests.factories import ExpertFactory, PMFactory, make_project_with_tasks
 from tests.support.quality import answer_attempt, calibrated, make_golden_project, member
 

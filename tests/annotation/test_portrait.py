@@ -8,8 +8,8 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from annotation.assignment.services import assignment_claim_next
-from annotation.quality.portrait import portrait_for
 from annotation.models import Assignment, Project
+from annotation.quality.portrait import portrait_for
 from annotation.selectors import rubric_items_for_task
 from annotation.submission.services import labels_submit
 from tests.factories import ExpertFactory, PMFactory, make_project_with_tasks

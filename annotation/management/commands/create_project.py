@@ -1,8 +1,8 @@
 """`create_project NAME [--overlap N] [--pm USERNAME]`: prints the new project's id."""
 from django.core.management.base import BaseCommand, CommandError
 
-from core.errors import DomainError
 from annotation.services import project_create
+from core.errors import DomainError
 from experts.models import Role, User
 
 

@@ -1,11 +1,12 @@
 """Reads scoped to the requesting user. Missing and not-yours give the same NotFound."""
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet, Sum
 from guardian.shortcuts import get_objects_for_user, get_users_with_perms
 
 from annotation import permissions
-from annotation.models import Assignment, Project
+from annotation.models import Assignment, Project, Task
 from core.errors import NotFound
 from experts.models import Role, User
 from rubrics.models import RubricItem, RubricVersion
@@ -91,3 +92,60 @@ def project_expert_get(project: Project, user_id) -> User:
         return project_experts(project).get(pk=int(user_id))
     except (User.DoesNotExist, TypeError, ValueError):
         raise NotFound("No such expert in this project.") from None
+
+
+@dataclass(frozen=True)
+class TaskProgress:
+    """A project's live task counts, as the home page, the project page and the dashboard show them.
+
+    Golden tasks never complete (they keep serving as control tasks), so they are counted
+    apart in `golden` and stay out of every other count; their submissions are real work
+    and stay in `submissions`.
+    """
+
+    project: Project
+    tasks: int = 0
+    open: int = 0
+    pending: int = 0  # open, nobody on it yet
+    in_progress: int = 0  # every slot leased, or open with someone on it
+    full: int = 0
+    complete: int = 0
+    golden: int = 0
+    submissions: int = 0
+
+    @property
+    def percent_complete(self) -> int:
+        return round(100 * self.complete / self.tasks) if self.tasks else 0
+
+
+def task_progress_for_projects(projects: Iterable[Project]) -> list[TaskProgress]:
+    """The progress of each of `projects`, in their order, in one query.
+
+    Callers pass projects they already scoped to the user (`project_list_for_user`,
+    `project_get_for_user`).
+    """
+    projects = list(projects)
+    regular = Q(is_golden=False)
+    open_ = regular & Q(status=Task.Status.OPEN)
+    rows = {
+        row.pop("project_id"): row
+        for row in Task.objects.filter(project__in=projects)
+        .values("project_id")
+        .annotate(
+            tasks=Count("pk", filter=regular),
+            open=Count("pk", filter=open_),
+            pending=Count("pk", filter=open_ & Q(live_count=0)),
+            in_progress=Count("pk", filter=regular & (Q(status=Task.Status.FULL)
+                                                      | Q(status=Task.Status.OPEN, live_count__gt=0))),
+            full=Count("pk", filter=regular & Q(status=Task.Status.FULL)),
+            complete=Count("pk", filter=regular & Q(status=Task.Status.COMPLETE)),
+            golden=Count("pk", filter=Q(is_golden=True)),
+            submissions=Sum("submitted_count"),
+        )
+        .order_by()
+    }
+    return [TaskProgress(project=p, **{k: v or 0 for k, v in rows.get(p.pk, {}).items()}) for p in projects]
+
+
+def task_progress_for_project(project: Project) -> TaskProgress:
+    return task_progress_for_projects([project])[0]

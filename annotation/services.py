@@ -3,24 +3,29 @@ from django.db import transaction
 
 from annotation import permissions
 from annotation.models import Project
+from annotation.models.project import LEASE_TIMEOUT_S, OVERLAP
 from core.errors import DomainError
 from experts.models import User
 from rubrics.models import Rubric
 
 
 @transaction.atomic
-def project_create(*, name: str, created_by: User | None, overlap: int = 3,
-                   lease_timeout_s: int = 45 * 60, description: str = "") -> Project:
-    """Create a project with its (empty) rubric; the creating PM manages it."""
+def project_create(*, name: str, created_by: User | None, overlap: int = OVERLAP.default,
+                   lease_timeout_s: int = LEASE_TIMEOUT_S.default, description: str = "") -> Project:
+    """Create a project with its (empty) rubric; the creating PM manages it.
+
+    The ranges are the model's (`annotation.models.project`); checking them here gives a
+    message per field instead of the database's IntegrityError.
+    """
     name = (name or "").strip()
     if not name:
         raise DomainError("A project needs a name.", errors=[{"field": "name", "message": "required"}])
-    if not 1 <= overlap <= 9:
-        raise DomainError(f"overlap must be between 1 and 9, got {overlap}.",
-                          errors=[{"field": "overlap", "message": "expected 1..9"}])
-    if lease_timeout_s < 60:
-        raise DomainError("lease_timeout_s must be at least 60 seconds.",
-                          errors=[{"field": "lease_timeout_s", "message": "expected >= 60"}])
+    if not OVERLAP.contains(overlap):
+        raise DomainError(f"overlap must be between {OVERLAP.low} and {OVERLAP.high}, got {overlap}.",
+                          errors=[{"field": "overlap", "message": f"expected {OVERLAP.low}..{OVERLAP.high}"}])
+    if not LEASE_TIMEOUT_S.contains(lease_timeout_s):
+        raise DomainError(f"lease_timeout_s must be at least {LEASE_TIMEOUT_S.low} seconds.",
+                          errors=[{"field": "lease_timeout_s", "message": f"expected >= {LEASE_TIMEOUT_S.low}"}])
     rubric = Rubric.objects.create(name=name)
     project = Project.objects.create(name=name, rubric=rubric, overlap=overlap,
                                      lease_timeout_s=lease_timeout_s, description=description,

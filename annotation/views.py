@@ -11,17 +11,17 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ObjectDoesNotExist
-from django.db.models import Count, Q, QuerySet, Sum
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from annotation.assignment.selectors import assignment_state, expert_work_for_projects
 from annotation.assignment.services import assignment_claim_next
-from annotation.models import Assignment, Draft, Project, Question, Response, Task
+from annotation.models import Assignment, Draft, Project, Question, Response
 from annotation.quality.standing import HomeCard, expert_home_cards
 from annotation.selectors import (
     assignment_get_for_expert,
@@ -30,9 +30,12 @@ from annotation.selectors import (
     project_list_for_user,
     rubric_items_for_task,
     rubric_version_current,
+    task_progress_for_project,
+    task_progress_for_projects,
 )
 from annotation.submission.services import draft_save, labels_submit
 from core.errors import DomainError, NotFound, error_message
+from core.pages import render_page
 from experts.models import User
 from rubrics.models import Category, RubricItem
 
@@ -42,12 +45,6 @@ PROJECT = "annotation/project.html"
 # A re-rendered form after a refused request: htmx swaps 422 responses (see base.html).
 UNPROCESSABLE = 422
 MINUS = "\u2212"
-
-
-def _render(request: HttpRequest, template: str, fragment: str, context: dict[str, Any],
-            status: int = 200) -> HttpResponse:
-    name = f"{template}#{fragment}" if request.htmx else template
-    return render(request, name, context, status=status)
 
 
 # --- Home ----------------------------------------------------------------------------
@@ -60,69 +57,14 @@ class ExpertProjectRow:
     card: HomeCard | None  # tier and calibration standing; None for an expert without a profile
 
 
-@dataclass(frozen=True)
-class ManagedProjectRow:
-    project: Project
-    tasks: int
-    open: int
-    full: int
-    complete: int
-    golden: int
-    submissions: int
-
-    @property
-    def percent_complete(self) -> int:
-        return round(100 * self.complete / self.tasks) if self.tasks else 0
-
-
 def _expert_rows(user: User, projects: list[Project], now: datetime) -> list[ExpertProjectRow]:
     cards = expert_home_cards(user, projects, now=now)
-    counts = {
-        row["task__project_id"]: row
-        for row in Assignment.objects.filter(expert=user, task__project__in=projects)
-        .values("task__project_id")
-        .annotate(
-            submitted=Count("pk", filter=Q(status=Assignment.Status.SUBMITTED)),
-            in_progress=Count("pk", filter=Q(status=Assignment.Status.LEASED, expires_at__gt=now)),
-        )
-    }
+    work = expert_work_for_projects(user, projects, now=now)
     return [
-        ExpertProjectRow(project=p, submitted=counts.get(p.pk, {}).get("submitted", 0),
-                         in_progress=counts.get(p.pk, {}).get("in_progress", 0), card=cards.get(p.pk))
+        ExpertProjectRow(project=p, submitted=work[p.pk].submitted, in_progress=work[p.pk].in_progress,
+                         card=cards.get(p.pk))
         for p in projects
     ]
-
-
-def _task_counts(projects: QuerySet[Project] | list[Project]) -> dict[int, dict[str, int]]:
-    """Progress per project, golden tasks counted apart.
-
-    Golden tasks never complete (they keep serving as control tasks), so they stay out of
-    the progress; their submissions are real work and stay in the submission count.
-    """
-    regular = Q(is_golden=False)
-    return {
-        row["project_id"]: row
-        for row in Task.objects.filter(project__in=projects)
-        .values("project_id")
-        .annotate(
-            tasks=Count("pk", filter=regular),
-            open=Count("pk", filter=regular & Q(status=Task.Status.OPEN)),
-            full=Count("pk", filter=regular & Q(status=Task.Status.FULL)),
-            complete=Count("pk", filter=regular & Q(status=Task.Status.COMPLETE)),
-            golden=Count("pk", filter=Q(is_golden=True)),
-            submissions=Sum("submitted_count"),
-        )
-        .order_by()
-    }
-
-
-def _managed_row(project: Project, counts: dict[str, int] | None) -> ManagedProjectRow:
-    counts = counts or {}
-    return ManagedProjectRow(
-        project=project, tasks=counts.get("tasks", 0), open=counts.get("open", 0),
-        full=counts.get("full", 0), complete=counts.get("complete", 0), golden=counts.get("golden", 0),
-        submissions=counts.get("submissions") or 0,
-    )
 
 
 @login_required
@@ -134,9 +76,8 @@ def home(request: HttpRequest) -> HttpResponse:
     if user.is_expert:
         context = {"expert_rows": _expert_rows(user, list(projects), timezone.now())}
     else:
-        counts = _task_counts(projects)
-        context = {"managed_rows": [_managed_row(p, counts.get(p.pk)) for p in projects]}
-    return _render(request, HOME, "projects", context)
+        context = {"managed_rows": task_progress_for_projects(projects)}
+    return render_page(request, HOME, "projects", context)
 
 
 # --- The expert's loop ---------------------------------------------------------------
@@ -245,12 +186,7 @@ def _annotate_context(assignment: Assignment, *, labels: dict[str, Any] | None =
         if str(e.get("field", "")).startswith("labels.")
     }
     items = _item_rows(rubric_items_for_task(task), labels, notes or {}, missing)
-    if assignment.status == Assignment.Status.SUBMITTED:
-        state = "submitted"
-    elif assignment.status == Assignment.Status.EXPIRED or assignment.expires_at <= now:
-        state = "expired"
-    else:
-        state = "leased"
+    state = assignment_state(assignment, now=now)
     return {
         "assignment": assignment,
         "project": task.project,
@@ -266,9 +202,8 @@ def _annotate_context(assignment: Assignment, *, labels: dict[str, Any] | None =
         "draft_saved_at": draft.updated_at if draft else None,
         "save_state": "saved" if draft else "idle",
         "error": error_message(error) if error else "",
-        "submitted_count": (Assignment.objects.filter(expert=assignment.expert, task__project=task.project,
-                                                      status=Assignment.Status.SUBMITTED).count()
-                            if state == "submitted" else 0),
+        "submitted_count": (expert_work_for_projects(assignment.expert, [task.project], now=now)[task.project_id]
+                            .submitted if state == "submitted" else 0),
         "strings": _annotate_strings(),
     }
 
@@ -293,7 +228,7 @@ def annotate(request: HttpRequest, assignment_id: int) -> HttpResponse:
     """The annotation page of the expert's own assignment: dialogue, reply, rubric items."""
     assignment = assignment_get_for_expert(request.user, assignment_id)
     context = _annotate_context(assignment, now=timezone.now())
-    return _render(request, ANNOTATE, "workspace", context)
+    return render_page(request, ANNOTATE, "workspace", context)
 
 
 @login_required
@@ -310,12 +245,12 @@ def draft_save_view(request: HttpRequest, assignment_id: int) -> HttpResponse:
         if not request.htmx:
             messages.error(request, error_message(exc))
             return redirect("annotate", assignment_id)
-        return render(request, f"{ANNOTATE}#save_status",
-                      {"save_state": "error", "save_error": error_message(exc)}, status=UNPROCESSABLE)
+        return render_page(request, ANNOTATE, "save_status",
+                           {"save_state": "error", "save_error": error_message(exc)}, status=UNPROCESSABLE)
     if not request.htmx:
         messages.success(request, _("Draft saved."))
         return redirect("annotate", assignment_id)
-    return render(request, f"{ANNOTATE}#save_status", {"save_state": "saved", "draft_saved_at": draft.updated_at})
+    return render_page(request, ANNOTATE, "save_status", {"save_state": "saved", "draft_saved_at": draft.updated_at})
 
 
 @login_required
@@ -331,14 +266,14 @@ def submit_view(request: HttpRequest, assignment_id: int) -> HttpResponse:
     except DomainError as exc:
         assignment = assignment_get_for_expert(request.user, assignment_id)
         context = _annotate_context(assignment, labels=labels, notes=notes, error=exc, now=now)
-        return _render(request, ANNOTATE, "workspace", context, status=UNPROCESSABLE)
+        return render_page(request, ANNOTATE, "workspace", context, status=UNPROCESSABLE)
     if not request.htmx:
         messages.success(request, _("Submitted. Thank you!"))
         return redirect("annotate", assignment_id)
     assignment = assignment_get_for_expert(request.user, assignment_id)
     context = _annotate_context(assignment, now=now)
     context["just_submitted"] = True
-    return render(request, f"{ANNOTATE}#workspace", context)
+    return render_page(request, ANNOTATE, "workspace", context)
 
 
 # --- The PM's project page -----------------------------------------------------------
@@ -350,7 +285,7 @@ def _project_context(project: Project) -> dict[str, Any]:
     version = rubric_version_current(project)
     return {
         "project": project,
-        "row": _managed_row(project, _task_counts([project]).get(project.pk)),
+        "row": task_progress_for_project(project),
         "questions": Question.objects.filter(project=project).count(),
         "responses": Response.objects.filter(project=project).count(),
         "version": version,
@@ -362,7 +297,7 @@ def _project_context(project: Project) -> dict[str, Any]:
 def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
     """A managed project: progress, imports and export links (its PM and admins only)."""
     project = project_get_for_user(request.user, project_id, manage=True)
-    return _render(request, PROJECT, "main", _project_context(project))
+    return render_page(request, PROJECT, "main", _project_context(project))
 
 
 @login_required
@@ -396,4 +331,4 @@ def project_import(request: HttpRequest, project_id: int, kind: str) -> HttpResp
             outcome["errors"] = exc.errors
             status = UNPROCESSABLE
     context = {**_project_context(project), "outcome": outcome}
-    return _render(request, PROJECT, "main", context, status=status)
+    return render_page(request, PROJECT, "main", context, status=status)

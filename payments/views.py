@@ -23,6 +23,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import DomainError, NotFound, error_message
+from core.pages import render_page
 from payments import permissions, selectors, services
 from payments.models import PayoutBatch
 
@@ -33,10 +34,6 @@ PROJECT_COSTS = "payments/project_costs.html"
 UNPROCESSABLE = 422
 # A spreadsheet runs a cell that starts with one of these as a formula.
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _fragment(request: HttpRequest, template: str, fragment: str) -> str:
-    return f"{template}#{fragment}" if request.htmx else template
 
 
 # --- The expert's side ----------------------------------------------------------------
@@ -54,7 +51,7 @@ def earnings(request: HttpRequest) -> HttpResponse:
             "prices": selectors.prices_for_expert(request.user, now=timezone.now()),
             "statements": selectors.statement_list_for_expert(request.user),
         }
-    return render(request, _fragment(request, EARNINGS, "live"), context)
+    return render_page(request, EARNINGS, "live", context)
 
 
 @login_required
@@ -89,7 +86,7 @@ def _project_context(request: HttpRequest, project_id: int) -> dict[str, Any]:
 @require_GET
 def project_costs(request: HttpRequest, project_id: int) -> HttpResponse:
     context = _project_context(request, project_id)
-    return render(request, _fragment(request, PROJECT_COSTS, "main"), context)
+    return render_page(request, PROJECT_COSTS, "main", context)
 
 
 def _after_action(request: HttpRequest, project_id: int, *, done: str | None = None,
@@ -100,7 +97,7 @@ def _after_action(request: HttpRequest, project_id: int, *, done: str | None = N
     if request.htmx:
         context = _project_context(request, project_id)
         context |= {"notice": done, "error": error_message(error) if error else None}
-        return render(request, f"{PROJECT_COSTS}#main", context, status=UNPROCESSABLE if error else 200)
+        return render_page(request, PROJECT_COSTS, "main", context, status=UNPROCESSABLE if error else 200)
     if error:
         messages.error(request, error_message(error))
     else:

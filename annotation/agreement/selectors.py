@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
-from annotation.models import AgreementReport, Assignment, ItemConsensus, JudgeLabel, JudgeRun, Label, Project, Task
+from annotation.models import AgreementReport, Assignment, ItemConsensus, JudgeLabel, JudgeRun, Label, Project
 from core.errors import NotFound
 
 UNITS_PER_PAGE = 50
@@ -45,16 +45,6 @@ def judge_run_get_for_project(project: Project, run_id: Any) -> JudgeRun:
         return JudgeRun.objects.get(pk=int(run_id), project=project)
     except (JudgeRun.DoesNotExist, TypeError, ValueError):
         raise NotFound("No such judge run.") from None
-
-
-def task_progress_counts(project: Project) -> dict[str, int]:
-    """Tasks waiting for anyone, with work under way, and complete (live counts, one query)."""
-    row = Task.objects.filter(project=project, is_golden=False).aggregate(
-        pending=Count("pk", filter=Q(status=Task.Status.OPEN, live_count=0)),
-        in_progress=Count("pk", filter=Q(status=Task.Status.FULL) | Q(status=Task.Status.OPEN, live_count__gt=0)),
-        complete=Count("pk", filter=Q(status=Task.Status.COMPLETE)),
-    )
-    return {key: row[key] or 0 for key in ("pending", "in_progress", "complete")}
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
 """Output shapes of the work API. What an expert sees never includes model names or peers' labels."""
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from annotation.assignment.selectors import assignment_state
 from annotation.models import Assignment, Draft
 from annotation.selectors import rubric_items_for_task
 
@@ -30,6 +32,9 @@ class AssignmentOut(serializers.Serializer):
 
     id = serializers.IntegerField()
     status = serializers.CharField()
+    # Reads `now` from the serializer context: the time of the request, passed in.
+    state = serializers.SerializerMethodField(
+        help_text="leased, expired (past expires_at, even before the lease sweep) or submitted, as the page shows it")
     expires_at = serializers.DateTimeField()
     project = serializers.IntegerField(source="task.project_id")
     difficulty = serializers.CharField(source="task.response.question.difficulty")
@@ -39,6 +44,10 @@ class AssignmentOut(serializers.Serializer):
     response = serializers.CharField(source="task.response.text")
     rubric_items = serializers.SerializerMethodField()
     draft = serializers.SerializerMethodField()
+
+    @extend_schema_field(serializers.CharField())
+    def get_state(self, obj: Assignment) -> str:
+        return assignment_state(obj, now=self.context["now"])
 
     def get_scene(self, obj: Assignment) -> dict:
         q = obj.task.response.question
@@ -65,18 +74,3 @@ class SubmitOut(serializers.Serializer):
     status = serializers.CharField()
     submitted_at = serializers.DateTimeField()
     task_complete = serializers.BooleanField()
-
-
-class ProjectIn(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
-    overlap = serializers.IntegerField(required=False, default=3, min_value=1, max_value=9)
-    lease_timeout_s = serializers.IntegerField(required=False, default=45 * 60, min_value=60)
-
-
-class ProjectOut(serializers.Serializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-    description = serializers.CharField()
-    overlap = serializers.IntegerField()
-    lease_timeout_s = serializers.IntegerField()

@@ -1,7 +1,7 @@
 """The expert's loop over the API: lease the next task, autosave a draft, submit."""
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import status
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
+from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -18,28 +18,33 @@ class NextTaskApi(APIView):
     def post(self, request, project_id: int):
         _require_expert(request)
         access = project_access_for_user(request.user, project_id)
-        assignment = assignment_claim_next(project=access.project, expert=request.user, now=timezone.now(),
-                                           access=access)
+        now = timezone.now()
+        assignment = assignment_claim_next(project=access.project, expert=request.user, now=now, access=access)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(AssignmentOut(assignment).data)
+        return Response(AssignmentOut(assignment, context={"now": now}).data)
 
 
 class AssignmentDetailApi(APIView):
     @extend_schema(responses={200: AssignmentOut})
     def get(self, request, assignment_id: int):
         assignment = assignment_get_for_expert(request.user, assignment_id)
-        return Response(AssignmentOut(assignment).data)
+        return Response(AssignmentOut(assignment, context={"now": timezone.now()}).data)
 
 
 class DraftApi(APIView):
-    @extend_schema(request=SubmitIn, responses={200: SubmitIn})
+    @extend_schema_serializer(component_name="DraftOut")
+    class OutputSerializer(serializers.Serializer):
+        labels = serializers.JSONField(help_text='{"<rubric_item_id>": 0 or 1} for the items marked so far')
+        notes = serializers.JSONField(help_text='{"<rubric_item_id>": "text"}')
+
+    @extend_schema(request=SubmitIn, responses={200: OutputSerializer})
     def put(self, request, assignment_id: int):
         body = SubmitIn(data=request.data)
         body.is_valid(raise_exception=True)
         draft = draft_save(expert=request.user, assignment_id=assignment_id, labels=body.validated_data["labels"],
                            notes=body.validated_data.get("notes"), now=timezone.now())
-        return Response({"labels": draft.labels, "notes": draft.notes})
+        return Response(self.OutputSerializer(draft).data)
 
 
 class SubmitApi(APIView):

@@ -36,3 +36,14 @@ def attempt_get_for_expert(user: User, attempt_id) -> CalibrationAttempt:
 def golden_task_ids_seen_in_calibration(*, project: Project, expert: User) -> QuerySet:
     """Golden tasks the expert met in calibration, where they saw the references: never a control task for them."""
     return CalibrationTask.objects.filter(attempt__project=project, attempt__expert=expert).values("task_id")
+
+
+def attempt_list_for_expert(*, project: Project, expert: User, limit: int = 20) -> list[CalibrationAttempt]:
+    """The expert's newest calibration attempts in `project`, for their own page and their PM's."""
+    return list(CalibrationAttempt.objects.filter(project=project, expert=expert)
+                .select_related("rubric_version").order_by("-started_at", "-id")[:limit])
+
+
+def calibration_answers_for_task(*, attempt: CalibrationAttempt, task: Task) -> dict[str, int]:
+    """The expert's answers so far on one task of their attempt, by rubric item key (unanswered items absent)."""
+    return dict(attempt.answers.filter(task=task).values_list("rubric_item__item_key", "value"))

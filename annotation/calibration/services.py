@@ -18,11 +18,14 @@ Rules (DESIGN step 3, issue 3):
 Locks: the attempt row before its answers (`annotation.lock_objects`).
 """
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.db import IntegrityError, transaction
+from django.db.models import Exists, F, OuterRef, Window
+from django.db.models.functions import RowNumber
 
 from annotation import permissions
 from annotation.calibration.selectors import attempt_get_for_expert, golden_usable_tasks, project_has_golden_set
@@ -36,6 +39,13 @@ from experts.models import User
 from rubrics.models import RubricVersion
 
 Status = CalibrationAttempt.Status
+
+
+# The standing reads an expert's newest attempts only: an open or passed attempt is always
+# among them (no attempt starts while one is open or passed), and the newest decides the rest.
+ATTEMPTS_READ = 20
+# Statuses from which the expert may start an attempt, once calibration is ready and no retry delay runs.
+STARTABLE = ("needed", "stale", "failed")
 
 
 @dataclass(frozen=True)
@@ -72,16 +82,38 @@ class CalibrationState:
             return "stale"
         return "needed"
 
+    @property
+    def can_start(self) -> bool:
+        """Whether `calibration_start` would draw a new attempt now (the page offers the button, the API says so)."""
+        return self.status in STARTABLE and self.ready and self.retry_at is None
 
-def calibration_state(*, project: Project, expert: User, now: datetime,
-                      available: int | None = None) -> CalibrationState:
-    """The expert's calibration standing in `project` at `now`.
 
-    `available` (usable golden tasks of the current version) may be passed in by a page
-    that lists many experts of one project, to count them once.
+def calibration_states_for_experts(*, project: Project, experts: Iterable[User],
+                                   now: datetime) -> dict[int, CalibrationState]:
+    """Each expert's calibration standing in `project` at `now`, by user id, in four queries.
+
+    The project's current version, golden set and usable golden tasks are read once for
+    every expert, and every expert's newest attempts in one query, so a page listing the
+    project's experts costs the same for two experts as for two hundred.
     """
+    experts = list(experts)
     version = rubric_version_current(project)
-    attempts = list(CalibrationAttempt.objects.filter(project=project, expert=expert).order_by("-started_at", "-id")[:20])
+    newest = (CalibrationAttempt.objects.filter(project=project, expert__in=experts)
+              .annotate(rank=Window(RowNumber(), partition_by=[F("expert_id")],
+                                    order_by=[F("started_at").desc(), F("id").desc()]))
+              .filter(rank__lte=ATTEMPTS_READ).order_by("expert_id", "-started_at", "-id"))
+    attempts: dict[int, list[CalibrationAttempt]] = {e.pk: [] for e in experts}
+    for attempt in newest:
+        attempts[attempt.expert_id].append(attempt)
+    available = golden_usable_tasks(project=project, version=version).count() if version is not None else 0
+    required = project_has_golden_set(project)
+    return {expert_id: _state(project=project, attempts=rows, version=version, available=available,
+                              required=required, now=now)
+            for expert_id, rows in attempts.items()}
+
+
+def _state(*, project: Project, attempts: list[CalibrationAttempt], version: RubricVersion | None, available: int,
+           required: bool, now: datetime) -> CalibrationState:
     passed = next((a for a in attempts if a.status == Status.PASSED), None)
     open_attempt = next((a for a in attempts if a.status == Status.IN_PROGRESS), None)
     last = attempts[0] if attempts else None
@@ -90,11 +122,13 @@ def calibration_state(*, project: Project, expert: User, now: datetime,
         retry_at = last.finished_at + timedelta(seconds=project.calibration_retry_delay_s)
         if retry_at <= now:
             retry_at = None
-    if available is None:
-        available = golden_usable_tasks(project=project, version=version).count() if version is not None else 0
-    return CalibrationState(required=project_has_golden_set(project), available=available,
-                            size=project.calibration_size, version=version, passed=passed, open=open_attempt,
-                            last=last, retry_at=retry_at)
+    return CalibrationState(required=required, available=available, size=project.calibration_size,
+                            version=version, passed=passed, open=open_attempt, last=last, retry_at=retry_at)
+
+
+def calibration_state(*, project: Project, expert: User, now: datetime) -> CalibrationState:
+    """The expert's calibration standing in `project` at `now` (see `calibration_states_for_experts`)."""
+    return calibration_states_for_experts(project=project, experts=[expert], now=now)[expert.pk]
 
 
 def calibration_check(*, project: Project, expert: User) -> None:
@@ -157,10 +191,61 @@ def calibration_task_get(*, attempt: CalibrationAttempt, position) -> Calibratio
         raise NotFound("No such calibration task.") from None
 
 
-def calibration_answered_positions(attempt: CalibrationAttempt) -> set[int]:
-    """Positions of the attempt's tasks that have answers."""
-    answered = set(CalibrationAnswer.objects.filter(attempt=attempt).values_list("task_id", flat=True))
-    return {ct.position for ct in CalibrationTask.objects.filter(attempt=attempt) if ct.task_id in answered}
+def calibration_attempt_passed(attempt: CalibrationAttempt) -> bool:
+    """Whether the attempt reached its threshold: a pass, or a scored attempt that a later rubric change made stale.
+
+    The result page and the API both say "passed" from here, so an expert whose pass
+    went stale still reads that they passed at the time (and that the rubric changed since).
+    """
+    if attempt.status == Status.PASSED:
+        return True
+    return (attempt.status == Status.STALE and attempt.score_pct is not None
+            and attempt.score_pct >= attempt.threshold_pct)
+
+
+@dataclass(frozen=True)
+class CalibrationProgress:
+    """An attempt's tasks in order and which of them have answers: the counts and the next task
+    the pages show and the API returns."""
+
+    attempt: CalibrationAttempt
+    positions: tuple[int, ...]
+    answered: frozenset[int]
+
+    @property
+    def total(self) -> int:
+        return len(self.positions)
+
+    @property
+    def answered_count(self) -> int:
+        return len(self.answered)
+
+    @property
+    def passed(self) -> bool:
+        return calibration_attempt_passed(self.attempt)
+
+    @property
+    def next_position(self) -> int | None:
+        """The first task without answers; None unless the attempt is still in progress."""
+        return self.next_after(0)
+
+    def next_after(self, position: int) -> int | None:
+        """The first task without answers after `position`, else the first one before it (None when none is left
+        or the attempt is no longer in progress)."""
+        if self.attempt.status != Status.IN_PROGRESS:
+            return None
+        remaining = [p for p in self.positions if p not in self.answered]
+        later = [p for p in remaining if p > position]
+        return (later or remaining or [None])[0]
+
+
+def calibration_progress(attempt: CalibrationAttempt) -> CalibrationProgress:
+    """The attempt's positions and which are answered, in one query."""
+    has_answers = CalibrationAnswer.objects.filter(attempt_id=attempt.pk, task_id=OuterRef("task_id"))
+    rows = list(CalibrationTask.objects.filter(attempt=attempt).annotate(answered=Exists(has_answers))
+                .order_by("position").values_list("position", "answered"))
+    return CalibrationProgress(attempt=attempt, positions=tuple(p for p, _a in rows),
+                               answered=frozenset(p for p, answered in rows if answered))
 
 
 @dataclass(frozen=True)
@@ -186,12 +271,9 @@ def calibration_answer(*, expert: User, attempt_id, position, labels, now: datet
                               value=clean[item.item_key], answered_at=now)
             for item in items
         )
-        answered = calibration_answered_positions(attempt)
-        positions = sorted(CalibrationTask.objects.filter(attempt=attempt).values_list("position", flat=True))
-        remaining = [p for p in positions if p not in answered]
-        if remaining:
-            later = [p for p in remaining if p > calibration_task.position]
-            return AnswerResult(attempt=attempt, next_position=(later or remaining)[0])
+        next_position = calibration_progress(attempt).next_after(calibration_task.position)
+        if next_position is not None:
+            return AnswerResult(attempt=attempt, next_position=next_position)
         _score(attempt=attempt, now=now)
     return AnswerResult(attempt=attempt, next_position=None)
 

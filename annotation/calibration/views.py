@@ -12,11 +12,16 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation.calibration.selectors import attempt_get_for_expert
+from annotation.calibration.selectors import (
+    attempt_get_for_expert,
+    attempt_list_for_expert,
+    calibration_answers_for_task,
+)
 from annotation.calibration.services import (
     calibration_answer,
-    calibration_answered_positions,
+    calibration_attempt_passed,
     calibration_feedback,
+    calibration_progress,
     calibration_start,
     calibration_state,
     calibration_task_get,
@@ -35,14 +40,11 @@ def calibration(request: HttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(request.user, project_id)
     if not request.user.is_expert:
         raise Http404
-    now = timezone.now()
-    state = calibration_state(project=project, expert=request.user, now=now)
-    attempts = CalibrationAttempt.objects.filter(project=project, expert=request.user).select_related(
-        "rubric_version")[:20]
-    answered = len(calibration_answered_positions(state.open)) if state.open is not None else 0
+    state = calibration_state(project=project, expert=request.user, now=timezone.now())
+    answered = calibration_progress(state.open).answered_count if state.open is not None else 0
     return render(request, "annotation/calibration/calibration.html", {
-        "project": project, "state": state, "attempts": attempts, "answered": answered,
-        "can_start": state.status in ("needed", "stale", "failed") and state.ready and state.retry_at is None,
+        "project": project, "state": state, "attempts": attempt_list_for_expert(project=project, expert=request.user),
+        "answered": answered, "can_start": state.can_start,
     })
 
 
@@ -56,9 +58,9 @@ def calibration_start_view(request: HttpRequest, project_id: int) -> HttpRespons
     except DomainError as exc:
         messages.error(request, error_message(exc))
         return redirect("calibration", project.pk)
-    answered = calibration_answered_positions(attempt)
-    position = next((ct.position for ct in attempt.tasks.order_by("position") if ct.position not in answered), 1)
-    return redirect("calibration_task", attempt.pk, position)
+    # An attempt in progress always has a task without answers (answering the last one scores
+    # it); should that ever not hold, the first task is a page that still shows.
+    return redirect("calibration_task", attempt.pk, calibration_progress(attempt).next_position or 1)
 
 
 def _task_context(attempt: CalibrationAttempt, position: int, *, marks: dict[str, Any] | None = None,
@@ -67,15 +69,15 @@ def _task_context(attempt: CalibrationAttempt, position: int, *, marks: dict[str
     task = calibration_task.task
     items = rubric_items_for_task(task)
     if marks is None:
-        saved = dict(attempt.answers.filter(task=task).values_list("rubric_item_id", "value"))
-        marks = {item.item_key: saved.get(item.pk) for item in items}
-    total = attempt.tasks.count()
+        saved = calibration_answers_for_task(attempt=attempt, task=task)
+        marks = {item.item_key: saved.get(item.item_key) for item in items}
+    progress = calibration_progress(attempt)
     return {
-        "attempt": attempt, "project": attempt.project, "position": position, "total": total,
+        "attempt": attempt, "project": attempt.project, "position": position, "total": progress.total,
         "question": task.response.question, "reply": task.response.text,
         "items": [{"item": item, "value": marks.get(item.item_key)} for item in items],
-        "answered": len(calibration_answered_positions(attempt)), "error": error,
-        "positions": range(1, total + 1),
+        "answered": progress.answered_count, "error": error,
+        "positions": range(1, progress.total + 1),
     }
 
 
@@ -114,7 +116,5 @@ def calibration_result(request: HttpRequest, attempt_id: int) -> HttpResponse:
     state = calibration_state(project=attempt.project, expert=request.user, now=timezone.now())
     return render(request, "annotation/calibration/result.html", {
         "attempt": attempt, "project": attempt.project, "feedback": calibration_feedback(attempt), "state": state,
-        "passed": attempt.status == CalibrationAttempt.Status.PASSED
-        or (attempt.status == CalibrationAttempt.Status.STALE and attempt.score_pct is not None
-            and attempt.score_pct >= attempt.threshold_pct),
+        "passed": calibration_attempt_passed(attempt),
     })

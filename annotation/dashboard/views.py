@@ -27,12 +27,12 @@ from annotation.agreement.selectors import (
     judge_run_get_for_project,
     judge_run_list_for_project,
     quality_units_page,
-    task_progress_counts,
 )
 from annotation.agreement.services import agreement_report_request, judge_run_default
 from annotation.dashboard.context import ReportView
 from annotation.models import JudgeRun, Project
-from annotation.selectors import project_get_for_user
+from annotation.selectors import project_get_for_user, task_progress_for_project
+from core.pages import render_page
 
 PAGE = "annotation/dashboard/page.html"
 ITEMS = "annotation/dashboard/items.html"
@@ -63,7 +63,7 @@ def _page_context(project: Project, run: JudgeRun | None) -> dict[str, Any]:
         "selected_run": run.pk if run else (report.judge_run_id if report else None),
         "report": report,
         "view": view,
-        "progress": task_progress_counts(project),
+        "progress": task_progress_for_project(project),
         # Autoescaped into a data attribute; dashboard.js parses it back.
         "charts": json.dumps(view.charts(), ensure_ascii=False, separators=(",", ":")) if view else "",
     }
@@ -76,8 +76,7 @@ def quality_dashboard(request: HttpRequest, project_id: int) -> HttpResponse:
     project = _managed_project(request, project_id)
     run = _chosen_run(project, request.GET.get("run"))
     context = _page_context(project, run)
-    template = f"{PAGE}#report" if request.htmx else PAGE
-    return render(request, template, context)
+    return render_page(request, PAGE, "report", context)
 
 
 @login_required
@@ -100,7 +99,7 @@ def quality_recompute(request: HttpRequest, project_id: int) -> HttpResponse:
     if not request.htmx:
         return redirect("quality_dashboard", project.pk)
     context = {**_status_context(project), "report": agreement_report_latest(project), "shown_report": ""}
-    return render(request, f"{PAGE}#status", context)
+    return render_page(request, PAGE, "status", context)
 
 
 @login_required
@@ -122,5 +121,4 @@ def quality_items(request: HttpRequest, project_id: int) -> HttpResponse:
         "query": query.urlencode(),
         "english": (request.LANGUAGE_CODE or "").startswith("en"),
     }
-    template = f"{ITEMS}#units" if request.htmx else ITEMS
-    return render(request, template, context)
+    return render_page(request, ITEMS, "units", context)

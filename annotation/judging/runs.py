@@ -48,6 +48,20 @@ _url_validator = URLValidator(schemes=["http", "https"])
 
 # --- Starting, cancelling, resuming ------------------------------------------------------
 
+def judge_run_can_cancel(run: JudgeRun) -> bool:
+    """Whether `judge_run_cancel` would stop the run: a live run still pending or running."""
+    return run.source == JudgeRun.Source.LIVE and run.status in ACTIVE
+
+
+def judge_run_can_resume(run: JudgeRun) -> bool:
+    """Whether the run page offers to resume: a live run that was cancelled or gave up.
+
+    `judge_run_resume` also accepts a running run (it only queues another walker), but
+    that is a repair for a lost task message, not an action to offer.
+    """
+    return run.source == JudgeRun.Source.LIVE and run.status in (JudgeRun.Status.CANCELLED, JudgeRun.Status.FAILED)
+
+
 def judge_run_start(*, project: Project, name: str, base_url: str, judge_model: str, api_key: str | None,
                     api_key_env: str | None, requests_per_second: float, created_by: User | None) -> JudgeRun:
     """Start a live judge run over every non-golden task of the project's current rubric version.

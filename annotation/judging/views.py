@@ -15,7 +15,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -26,6 +26,9 @@ from django_htmx.http import HttpResponseClientRedirect
 from annotation.exchange.jsonl import import_size_check
 from annotation.exchange.judge_labels import judge_labels_import
 from annotation.judging.runs import (
+    ACTIVE,
+    judge_run_can_cancel,
+    judge_run_can_resume,
     judge_run_cancel,
     judge_run_progress,
     judge_run_resume,
@@ -35,6 +38,7 @@ from annotation.judging.selectors import judge_run_failures, judge_run_get_for_u
 from annotation.models import JudgeRun, Project
 from annotation.selectors import project_get_for_user
 from core.errors import DomainError, error_message, field_error_message
+from core.pages import render_page
 
 RUNS = "annotation/judging/runs.html"
 RUN = "annotation/judging/run.html"
@@ -92,7 +96,7 @@ def judge_runs(request: HttpRequest, project_id: int) -> HttpResponse:
     """The project's judge runs and the form that starts a live one (POST)."""
     project = project_get_for_user(request.user, project_id, manage=True)
     if request.method == "GET":
-        return render(request, f"{RUNS}#runs" if request.htmx else RUNS, _runs_context(project))
+        return render_page(request, RUNS, "runs", _runs_context(project))
     form = JudgeRunStartForm(request.POST)
     if form.is_valid():
         data = form.cleaned_data
@@ -110,7 +114,7 @@ def judge_runs(request: HttpRequest, project_id: int) -> HttpResponse:
             url = reverse("judge_run", args=[run.pk])
             return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     context = _runs_context(project, form=form)
-    return render(request, f"{RUNS}#start_form" if request.htmx else RUNS, context, status=UNPROCESSABLE)
+    return render_page(request, RUNS, "start_form", context, status=UNPROCESSABLE)
 
 
 @login_required
@@ -138,22 +142,20 @@ def judge_labels_import_view(request: HttpRequest, project_id: int) -> HttpRespo
             outcome["errors"] = exc.errors
             status = UNPROCESSABLE
     context = _runs_context(project, import_form=form, outcome=outcome)
-    return render(request, f"{RUNS}#import_response" if request.htmx else RUNS, context, status=status)
+    return render_page(request, RUNS, "import_response", context, status=status)
 
 
 def _run_context(run: JudgeRun, **extra: Any) -> dict[str, Any]:
     progress = judge_run_progress(run)
     run.status = progress["status"]
-    active = run.status in (JudgeRun.Status.PENDING, JudgeRun.Status.RUNNING)
-    live = run.source == JudgeRun.Source.LIVE
     return {
         "run": run,
         "project": run.project,
         "progress": progress,
         "finished_count": progress["done"] + progress["failed"],
-        "active": active,
-        "can_cancel": live and active,
-        "can_resume": live and run.status in (JudgeRun.Status.CANCELLED, JudgeRun.Status.FAILED),
+        "active": run.status in ACTIVE,
+        "can_cancel": judge_run_can_cancel(run),
+        "can_resume": judge_run_can_resume(run),
         "failures": judge_run_failures(run) if progress["failed"] else [],
         **extra,
     }
@@ -164,7 +166,7 @@ def _run_context(run: JudgeRun, **extra: Any) -> dict[str, Any]:
 def judge_run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     """One run: settings, live progress (polled fragment), failures, cancel and resume."""
     run = judge_run_get_for_user(request.user, run_id)
-    return render(request, f"{RUN}#progress" if request.htmx else RUN, _run_context(run))
+    return render_page(request, RUN, "progress", _run_context(run))
 
 
 def _run_action(request: HttpRequest, run_id: int, action) -> HttpResponse:
@@ -179,8 +181,8 @@ def _run_action(request: HttpRequest, run_id: int, action) -> HttpResponse:
             messages.error(request, error)
         return redirect("judge_run", run.pk)
     run = judge_run_get_for_user(request.user, run_id)
-    return render(request, f"{RUN}#progress", _run_context(run, action_error=error),
-                  status=UNPROCESSABLE if error else 200)
+    return render_page(request, RUN, "progress", _run_context(run, action_error=error),
+                       status=UNPROCESSABLE if error else 200)
 
 
 @login_required

@@ -1,4 +1,6 @@
 """Projects and the material experts judge: questions (dialogues) and model responses."""
+from dataclasses import dataclass
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -12,6 +14,36 @@ class Difficulty(models.TextChoices):
     HARD = "hard", _("Hard")
 
 
+@dataclass(frozen=True)
+class SettingRange:
+    """The whole numbers one project setting accepts, and its default.
+
+    The one definition that the model's default and check constraints, the services'
+    validation (`project_create`, `project_quality_update`) and the API serializers read,
+    so that no layer accepts what another refuses.
+    """
+
+    name: str
+    low: int
+    high: int | None  # None: no upper bound
+    default: int
+
+    def contains(self, value: int) -> bool:
+        return self.low <= value and (self.high is None or value <= self.high)
+
+
+OVERLAP = SettingRange("overlap", 1, 9, 3)
+LEASE_TIMEOUT_S = SettingRange("lease_timeout_s", 60, None, 45 * 60)
+CALIBRATION_THRESHOLD_PCT = SettingRange("calibration_threshold_pct", 0, 100, 80)
+CALIBRATION_SIZE = SettingRange("calibration_size", 10, 20, 10)
+CALIBRATION_RETRY_DELAY_S = SettingRange("calibration_retry_delay_s", 0, 30 * 24 * 3600, 60 * 60)
+CONTROL_RATE_PCT = SettingRange("control_rate_pct", 0, 100, 5)
+CONTROL_PAUSE_BELOW_PCT = SettingRange("control_pause_below_pct", 0, 100, 60)
+CONTROL_WINDOW = SettingRange("control_window", 1, 200, 10)
+QUALITY_SETTINGS = (CALIBRATION_THRESHOLD_PCT, CALIBRATION_SIZE, CALIBRATION_RETRY_DELAY_S, CONTROL_RATE_PCT,
+                    CONTROL_PAUSE_BELOW_PCT, CONTROL_WINDOW)
+
+
 class Project(models.Model):
     """An evaluation project: one rubric, its questions, responses and the experts' work.
 
@@ -22,21 +54,25 @@ class Project(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     rubric = models.OneToOneField("rubrics.Rubric", on_delete=models.PROTECT, related_name="project")
-    overlap = models.PositiveSmallIntegerField(default=3)
-    lease_timeout_s = models.PositiveIntegerField(default=45 * 60)
+    overlap = models.PositiveSmallIntegerField(default=OVERLAP.default)
+    lease_timeout_s = models.PositiveIntegerField(default=LEASE_TIMEOUT_S.default)
     # Expert quality (calibration, control tasks, difficulty gate): see annotation.calibration.
+    # The ranges in the help texts are translated strings; tests hold them to the ranges above.
     calibration_threshold_pct = models.PositiveSmallIntegerField(
-        default=80, help_text=_("Share of golden items an expert must get right to pass calibration (0–100)."))
+        default=CALIBRATION_THRESHOLD_PCT.default,
+        help_text=_("Share of golden items an expert must get right to pass calibration (0–100)."))
     calibration_size = models.PositiveSmallIntegerField(
-        default=10, help_text=_("Golden tasks drawn for one calibration attempt (10–20)."))
+        default=CALIBRATION_SIZE.default, help_text=_("Golden tasks drawn for one calibration attempt (10–20)."))
     calibration_retry_delay_s = models.PositiveIntegerField(
-        default=60 * 60, help_text=_("Seconds a failed calibration waits before it can be retried."))
+        default=CALIBRATION_RETRY_DELAY_S.default,
+        help_text=_("Seconds a failed calibration waits before it can be retried."))
     control_rate_pct = models.PositiveSmallIntegerField(
-        default=5, help_text=_("Share of leases that are silent control tasks (0–100)."))
+        default=CONTROL_RATE_PCT.default, help_text=_("Share of leases that are silent control tasks (0–100)."))
     control_pause_below_pct = models.PositiveSmallIntegerField(
-        default=60, help_text=_("An expert whose control-task accuracy over the window falls below this is paused."))
+        default=CONTROL_PAUSE_BELOW_PCT.default,
+        help_text=_("An expert whose control-task accuracy over the window falls below this is paused."))
     control_window = models.PositiveSmallIntegerField(
-        default=10, help_text=_("Control tasks the pause rule looks back over."))
+        default=CONTROL_WINDOW.default, help_text=_("Control tasks the pause rule looks back over."))
     hard_min_tier = models.CharField(
         max_length=10, default=Tier.SILVER, choices=Tier.choices,
         help_text=_("Lowest tier that takes hard tasks."))
@@ -51,17 +87,25 @@ class Project(models.Model):
             ("manage_project", "Can manage the project (PM)"),
             ("annotate_project", "Can annotate in the project (expert)"),
         ]
+        # The ranges above, where the database checks them: a lower bound of 0 is the
+        # unsigned column's own check, and the upper bounds of the retry delay and the
+        # control window are the service's alone (a check for them would be a schema change).
         constraints = [
-            models.CheckConstraint(condition=Q(overlap__gte=1, overlap__lte=9), name="project_overlap_range"),
-            models.CheckConstraint(condition=Q(lease_timeout_s__gte=60), name="project_lease_timeout_min"),
-            models.CheckConstraint(condition=Q(calibration_threshold_pct__lte=100),
+            models.CheckConstraint(condition=Q(overlap__gte=OVERLAP.low, overlap__lte=OVERLAP.high),
+                                   name="project_overlap_range"),
+            models.CheckConstraint(condition=Q(lease_timeout_s__gte=LEASE_TIMEOUT_S.low),
+                                   name="project_lease_timeout_min"),
+            models.CheckConstraint(condition=Q(calibration_threshold_pct__lte=CALIBRATION_THRESHOLD_PCT.high),
                                    name="project_calibration_threshold_range"),
-            models.CheckConstraint(condition=Q(calibration_size__gte=10, calibration_size__lte=20),
+            models.CheckConstraint(condition=Q(calibration_size__gte=CALIBRATION_SIZE.low,
+                                               calibration_size__lte=CALIBRATION_SIZE.high),
                                    name="project_calibration_size_range"),
-            models.CheckConstraint(condition=Q(control_rate_pct__lte=100), name="project_control_rate_range"),
-            models.CheckConstraint(condition=Q(control_pause_below_pct__lte=100),
+            models.CheckConstraint(condition=Q(control_rate_pct__lte=CONTROL_RATE_PCT.high),
+                                   name="project_control_rate_range"),
+            models.CheckConstraint(condition=Q(control_pause_below_pct__lte=CONTROL_PAUSE_BELOW_PCT.high),
                                    name="project_control_pause_range"),
-            models.CheckConstraint(condition=Q(control_window__gte=1), name="project_control_window_positive"),
+            models.CheckConstraint(condition=Q(control_window__gte=CONTROL_WINDOW.low),
+                                   name="project_control_window_positive"),
         ]
 
     def __str__(self) -> str:

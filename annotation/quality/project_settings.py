@@ -1,33 +1,17 @@
 """A project's quality settings: calibration threshold and size, retry delay, control tasks, tier gate."""
-from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
 
 from annotation.lock_objects import project_lock
 from annotation.models import Project
+from annotation.models.project import QUALITY_SETTINGS
 from core.errors import DomainError
 from experts.models import Tier
 
-
-@dataclass(frozen=True)
-class IntSetting:
-    name: str
-    low: int
-    high: int
-
-
-# The database refuses the same ranges (Project.Meta.constraints); checking here first
+# The ranges are the model's, which its check constraints also read; checking here first
 # gives the PM one message per field instead of an IntegrityError.
-INT_SETTINGS = (
-    IntSetting("calibration_threshold_pct", 0, 100),
-    IntSetting("calibration_size", 10, 20),
-    IntSetting("calibration_retry_delay_s", 0, 30 * 24 * 3600),
-    IntSetting("control_rate_pct", 0, 100),
-    IntSetting("control_pause_below_pct", 0, 100),
-    IntSetting("control_window", 1, 200),
-)
-FIELDS = tuple(s.name for s in INT_SETTINGS) + ("hard_min_tier",)
+FIELDS = tuple(s.name for s in QUALITY_SETTINGS) + ("hard_min_tier",)
 
 
 def _as_int(value: Any) -> int | None:
@@ -46,11 +30,11 @@ def project_quality_update(*, project: Project, values: dict[str, Any]) -> Proje
     value writes nothing (DomainError with one entry per bad field)."""
     errors = [{"field": key, "message": "not a quality setting"} for key in values if key not in FIELDS]
     clean: dict[str, Any] = {}
-    for setting in INT_SETTINGS:
+    for setting in QUALITY_SETTINGS:
         if setting.name not in values:
             continue
         number = _as_int(values[setting.name])
-        if number is None or not setting.low <= number <= setting.high:
+        if number is None or not setting.contains(number):
             errors.append({"field": setting.name,
                            "message": f"expected a whole number from {setting.low} to {setting.high}, "
                                       f"got {values[setting.name]!r}"})

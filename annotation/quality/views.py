@@ -8,21 +8,20 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation.calibration.selectors import golden_usable_tasks, project_has_golden_set
-from annotation.calibration.services import calibration_state
+from annotation.calibration.selectors import attempt_list_for_expert, golden_usable_tasks, project_has_golden_set
 from annotation.exchange.golden import golden_import
 from annotation.exchange.jsonl import upload_read
-from annotation.models import Assignment, CalibrationAttempt, Project
+from annotation.models import Project
 from annotation.quality.control import control_accuracy, expert_resume
 from annotation.quality.portrait import expert_stats, own_view_cutoff, portrait_for
 from annotation.quality.project_settings import project_quality_update
+from annotation.quality.selectors import expert_quality_rows_for_project
 from annotation.quality.standing import expert_evaluate
 from annotation.selectors import (
     project_expert_get,
@@ -115,21 +114,7 @@ def golden_import_view(request: HttpRequest, project_id: int) -> HttpResponse:
 def quality_experts(request: HttpRequest, project_id: int) -> HttpResponse:
     """Every expert of the project: tier, status, calibration, control accuracy and work done."""
     project = project_get_for_user(request.user, project_id, manage=True)
-    now = timezone.now()
-    version = rubric_version_current(project)
-    available = golden_usable_tasks(project=project, version=version).count() if version else 0
-    experts = list(project_experts(project).select_related("expert_profile"))
-    submitted = dict(Assignment.objects.filter(task__project=project, expert__in=experts, kind=Assignment.Kind.WORK,
-                                               status=Assignment.Status.SUBMITTED)
-                     .values("expert").annotate(n=Count("pk")).values_list("expert", "n"))
-    rows = []
-    for expert in experts:
-        rows.append({
-            "expert": expert, "profile": getattr(expert, "expert_profile", None),
-            "calibration": calibration_state(project=project, expert=expert, now=now, available=available),
-            "control": control_accuracy(project=project, expert=expert, window=project.control_window),
-            "submitted": submitted.get(expert.pk, 0),
-        })
+    rows = expert_quality_rows_for_project(project, now=timezone.now())
     return render(request, "annotation/quality/experts.html", {"project": project, "rows": rows})
 
 
@@ -145,8 +130,7 @@ def quality_expert(request: HttpRequest, project_id: int, user_id: int) -> HttpR
         "portrait": portrait_for(expert, projects=[project]),
         "progress": tier_progress(tier=profile.tier, stats=expert_stats(expert)) if profile else None,
         "tier_changes": TierChange.objects.filter(profile=profile)[:20] if profile else [],
-        "attempts": CalibrationAttempt.objects.filter(project=project, expert=expert).select_related(
-            "rubric_version")[:20],
+        "attempts": attempt_list_for_expert(project=project, expert=expert),
         "control": control_accuracy(project=project, expert=expert, window=project.control_window),
     })
 

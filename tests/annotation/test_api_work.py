@@ -1,8 +1,11 @@
 """The expert loop over HTTP: next task, draft, submit; scoped to the caller; idempotent."""
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from annotation.models import Label, Task
+from annotation.models import Assignment, Label, Task
 from annotation.services import project_add_member
 from tests.factories import ExpertFactory, PMFactory, make_project_with_tasks
 
@@ -35,6 +38,31 @@ def test_next_task_returns_the_blind_assignment(api, project, member):
     assert set(body) >= {"id", "dialogue", "final_user_turn", "response", "rubric_items", "draft", "expires_at"}
     assert len(body["rubric_items"]) == 3
     assert "model" not in str(sorted(body)) and "model-0" not in response.content.decode()
+
+
+def test_a_fresh_claim_over_the_api_stays_within_its_query_budget(api, project, member,
+                                                                 django_assert_max_num_queries):
+    client = _client_for(api, member)
+
+    # Measured at 23 with calibration not required: token, project and permissions,
+    # eligibility, the draw and the lease (with its savepoints), the rubric items and draft.
+    with django_assert_max_num_queries(23):
+        response = client.post(f"/api/v1/projects/{project.pk}/next-task/")
+
+    assert response.status_code == 200
+
+
+def test_the_api_and_the_page_call_a_lease_past_its_expiry_expired(api, client, project, member):
+    lease = _client_for(api, member).post(f"/api/v1/projects/{project.pk}/next-task/").json()
+    Assignment.objects.filter(pk=lease["id"]).update(expires_at=timezone.now() - timedelta(seconds=1))
+    client.force_login(member)
+
+    body = api.get(f"/api/v1/assignments/{lease['id']}/").json()
+    page = client.get(f"/assignments/{lease['id']}/")
+
+    assert lease["state"] == "leased"
+    assert (body["status"], body["state"]) == ("leased", "expired")
+    assert page.context["state"] == "expired"
 
 
 def test_next_task_is_204_when_nothing_is_left(api, project, member):

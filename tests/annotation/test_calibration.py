@@ -9,7 +9,13 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from annotation.assignment.services import assignment_claim_next
-from annotation.calibration.services import calibration_feedback, calibration_start, calibration_state
+from annotation.calibration.services import (
+    calibration_answer,
+    calibration_feedback,
+    calibration_start,
+    calibration_state,
+    calibrations_mark_stale,
+)
 from annotation.models import (
     Assignment,
     CalibrationAnswer,
@@ -276,3 +282,72 @@ def test_pms_do_not_calibrate(api, project):
     pm = PMFactory()
 
     assert _client(api, pm).post(f"/api/v1/projects/{project.pk}/calibration/").status_code == 403
+
+
+# --- The pages and the API say the same ---------------------------------------------------
+
+def test_page_and_api_agree_that_a_new_expert_can_start(api, client, project):
+    expert = member(project)
+    client.force_login(expert)
+
+    state = _client(api, expert).get(f"/api/v1/projects/{project.pk}/calibration/").json()
+    page = client.get(f"/projects/{project.pk}/calibration/").content.decode()
+
+    assert (state["status"], state["can_start"]) == ("needed", True)
+    assert 'id="calibration-go"' in page
+
+
+def test_page_and_api_agree_that_a_failed_expert_waits_for_the_retry_delay(api, client, project):
+    expert = member(project)
+    answer_attempt(calibration_start(project=project, expert=expert, now=timezone.now()), wrong_items=30)
+    client.force_login(expert)
+
+    state = _client(api, expert).get(f"/api/v1/projects/{project.pk}/calibration/").json()
+    page = client.get(f"/projects/{project.pk}/calibration/").content.decode()
+
+    assert (state["status"], state["can_start"]) == ("failed", False)
+    assert state["retry_at"] is not None
+    assert 'id="calibration-go"' not in page
+
+
+def test_page_and_api_resume_at_the_same_next_task(api, client, project):
+    expert = member(project)
+    attempt = calibration_start(project=project, expert=expert, now=timezone.now())
+    first = attempt.tasks.get(position=1)
+    refs = dict(GoldenReference.objects.filter(task=first.task).values_list("rubric_item__item_key", "value"))
+    calibration_answer(expert=expert, attempt_id=attempt.pk, position=1, labels=refs, now=timezone.now())
+    client.force_login(expert)
+
+    body = _client(api, expert).get(f"/api/v1/calibration/{attempt.pk}/").json()
+    resumed = client.post(f"/projects/{project.pk}/calibration/start/")
+
+    assert body["next_position"] == 2
+    assert [t["answered"] for t in body["tasks"]][:2] == [True, False]
+    assert resumed.url == f"/calibration/{attempt.pk}/tasks/2/"
+
+
+def test_page_and_api_agree_that_a_pass_made_stale_was_passed(api, client, project):
+    expert = calibrated(project)
+    attempt = CalibrationAttempt.objects.get(expert=expert)
+    calibrations_mark_stale(project=project, now=timezone.now())
+    client.force_login(expert)
+
+    body = _client(api, expert).get(f"/api/v1/calibration/{attempt.pk}/").json()
+    page = client.get(f"/calibration/{attempt.pk}/result/").content.decode()
+
+    assert (body["status"], body["passed"], body["next_position"]) == ("stale", True, None)
+    assert 'data-passed="true"' in page
+
+
+def test_answering_the_last_task_over_the_api_says_whether_it_passed(api, project):
+    expert = member(project)
+    attempt = calibration_start(project=project, expert=expert, now=timezone.now())
+    client = _client(api, expert)
+    answers = []
+    for ct in attempt.tasks.order_by("position"):
+        refs = dict(GoldenReference.objects.filter(task=ct.task).values_list("rubric_item__item_key", "value"))
+        answers.append(client.put(f"/api/v1/calibration/{attempt.pk}/tasks/{ct.position}/", {"labels": refs},
+                                  format="json").json())
+
+    assert answers[0] == {"next_position": 2, "status": "in_progress", "score_pct": None, "passed": False}
+    assert answers[-1] == {"next_position": None, "status": "passed", "score_pct": 100.0, "passed": True}

@@ -3,17 +3,21 @@ the project's quality settings and their bad values."""
 from datetime import timedelta
 
 import pytest
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from annotation.assignment.services import assignment_claim_next
-from annotation.models import Assignment, Project
+from annotation.calibration.services import calibration_start
+from annotation.models import Assignment, GoldenReference, Project
 from annotation.quality.portrait import portrait_for
+from annotation.quality.selectors import expert_quality_rows_for_project
 from annotation.selectors import rubric_items_for_task
 from annotation.submission.services import labels_submit
 from tests.factories import ExpertFactory, PMFactory, make_project_with_tasks
-from tests.support.quality import calibrated, make_golden_project, member
+from tests.support.quality import answer_attempt, calibrated, make_golden_project, member
 
 pytestmark = pytest.mark.django_db
 
@@ -167,3 +171,57 @@ def test_quality_pages_are_404_for_experts_and_other_pms(api, client):
     project.refresh_from_db()
     assert project.control_rate_pct == 5
     assert not Assignment.objects.exists()
+
+
+# --- The PM's experts page -------------------------------------------------------------
+
+# Session, user, project and its two permission reads, the notification badge; the
+# experts, their submissions, the current version, the usable golden tasks, the golden
+# set, every expert's attempts and every expert's control results: once each.
+EXPERTS_PAGE_QUERIES = 13
+
+
+def _passed_with_a_control_task(project: Project):
+    """A calibrated expert whose first lease is a control task, answered with the reference."""
+    expert = calibrated(project)
+    lease = assignment_claim_next(project=project, expert=expert, now=timezone.now())
+    refs = dict(GoldenReference.objects.filter(task=lease.task).values_list("rubric_item__item_key", "value"))
+    labels_submit(expert=expert, assignment_id=lease.pk, labels=refs, now=timezone.now())
+    return expert
+
+
+def _failed(project: Project):
+    expert = member(project)
+    answer_attempt(calibration_start(project=project, expert=expert, now=timezone.now()), wrong_items=30)
+    return expert
+
+
+def _experts_page_queries(n: int) -> int:
+    pm = PMFactory()
+    project = make_golden_project(golden=16, regular=4, pm=pm, control_rate_pct=100)
+    for i in range(n):
+        (_passed_with_a_control_task, _failed, member)[i % 3](project)
+    client = Client()
+    client.force_login(pm)
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(f"/projects/{project.pk}/experts/")
+    assert page.status_code == 200 and page.content.decode().count("data-expert=") == n
+    return len(queries)
+
+
+def test_the_experts_page_costs_the_same_queries_for_two_experts_as_for_six():
+    assert _experts_page_queries(2) == _experts_page_queries(6) == EXPERTS_PAGE_QUERIES
+
+
+def test_the_experts_page_rows_keep_each_experts_own_standing():
+    project = make_golden_project(golden=16, regular=4, control_rate_pct=100)
+    passed, failed, fresh = _passed_with_a_control_task(project), _failed(project), member(project)
+
+    rows = {row.expert.pk: row for row in expert_quality_rows_for_project(project, now=timezone.now())}
+
+    assert (rows[passed.pk].calibration.status, rows[passed.pk].control.tasks, rows[passed.pk].control.pct,
+            rows[passed.pk].submitted) == ("calibrated", 1, 100.0, 1)
+    assert (rows[failed.pk].calibration.status, rows[failed.pk].control.tasks, rows[failed.pk].submitted) == (
+        "failed", 0, 0)
+    assert rows[failed.pk].calibration.retry_at is not None and not rows[failed.pk].calibration.can_start
+    assert (rows[fresh.pk].calibration.status, rows[fresh.pk].calibration.can_start) == ("needed", True)

@@ -8,10 +8,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation import views
 from annotation.assignment.services import assignment_claim_next
-from annotation.models import Assignment, Draft, Label, Question, Response
-from annotation.selectors import rubric_items_for_task
+from annotation.models import Assignment, Draft, Label, Question, Response, Task
+from annotation.selectors import rubric_items_for_task, task_progress_for_project
 from annotation.services import project_add_member
 from experts.models import ExpertProfile
 from experts.notifications import notification_send
@@ -242,6 +241,25 @@ def test_annotate_fragment(expert_client, assignment):
     assert assignment.task.response.question.final_user_turn in page
 
 
+def test_annotate_page_and_fragment_both_vary_on_hx_request(expert_client, assignment):
+    url = reverse("annotate", args=[assignment.pk])
+
+    full = expert_client.get(url)
+    fragment = expert_client.get(url, **HTMX)
+
+    assert "<html" in html(full) and 'id="workspace"' in html(full)
+    assert html(fragment).lstrip().startswith('<div id="workspace"')
+    assert "HX-Request" in full["Vary"] and "HX-Request" in fragment["Vary"]
+
+
+def test_a_refused_submission_keeps_varying_on_hx_request(expert_client, assignment):
+    response = expert_client.post(reverse("submit_view", args=[assignment.pk]), marks(item_keys(assignment)[:-1]),
+                                  **HTMX)
+
+    assert response.status_code == 422
+    assert "HX-Request" in response["Vary"]
+
+
 def test_annotate_shows_signed_scores_and_gate(expert_client, project, expert):
     leased = assignment_claim_next(project=project, expert=expert, now=timezone.now())
 
@@ -424,9 +442,33 @@ def test_pm_progress_leaves_golden_tasks_out(client):
 
     page = html(client.get(reverse("project_detail", args=[project.pk])))
 
-    row = views._managed_row(project, views._task_counts([project]).get(project.pk))
+    row = task_progress_for_project(project)
     assert (row.tasks, row.golden) == (3, 2)
     assert "金标任务不计入进度" in page
+
+
+def test_the_home_page_the_project_page_and_the_dashboard_read_one_progress(client):
+    pm = PMFactory()
+    project = make_golden_project(golden=2, regular=4, items=2, pm=pm)
+    complete, full, started, waiting = Task.objects.filter(project=project, is_golden=False).order_by("pk")
+    Task.objects.filter(pk=complete.pk).update(status=Task.Status.COMPLETE, live_count=3, submitted_count=3)
+    Task.objects.filter(pk=full.pk).update(status=Task.Status.FULL, live_count=3, submitted_count=1)
+    Task.objects.filter(pk=started.pk).update(live_count=1)
+    # A golden task out as a control task is work under way, but never progress.
+    Task.objects.filter(project=project, is_golden=True).update(live_count=1)
+    client.force_login(pm)
+
+    home = client.get(reverse("home"))
+    detail = client.get(reverse("project_detail", args=[project.pk]))
+    dashboard = client.get(reverse("quality_dashboard", args=[project.pk]))
+
+    progress = task_progress_for_project(project)
+    assert (progress.tasks, progress.open, progress.pending, progress.in_progress, progress.full,
+            progress.complete, progress.golden, progress.submissions) == (4, 2, 1, 2, 1, 1, 2, 4)
+    assert progress.percent_complete == 25
+    assert home.context["managed_rows"] == [progress]
+    assert detail.context["row"] == progress
+    assert dashboard.context["progress"] == progress
 
 
 def test_top_bar_shows_the_unread_notification_count(expert_client, expert, project):

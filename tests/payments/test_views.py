@@ -104,6 +104,18 @@ def test_the_cost_page_fragment_is_only_its_main_part(paid):
     assert "<html" not in body and body.lstrip().startswith('<div id="costs-main">')
 
 
+def test_the_cost_page_and_its_fragment_both_vary_on_hx_request(paid):
+    _, pm, project, _ = paid
+    client = _client(pm)
+
+    full = client.get(f"/payments/costs/{project.pk}/")
+    fragment = client.get(f"/payments/costs/{project.pk}/", **HTMX)
+
+    assert "<html" in full.content.decode() and 'id="costs-main"' in full.content.decode()
+    assert fragment.content.decode().lstrip().startswith('<div id="costs-main">')
+    assert "HX-Request" in full["Vary"] and "HX-Request" in fragment["Vary"]
+
+
 def test_the_cost_page_is_not_found_for_other_pms_and_experts(paid):
     expert, _, project, _ = paid
 

@@ -1,6 +1,7 @@
 """`create_project NAME [--overlap N] [--pm USERNAME]`: prints the new project's id."""
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.models.project import OVERLAP
 from annotation.services import project_create
 from core.errors import DomainError
 from experts.models import Role, User
@@ -11,8 +12,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("name")
-        parser.add_argument("--overlap", type=int, default=3,
-                            help="distinct experts per task, 1..9 (default 3)")
+        parser.add_argument("--overlap", type=int, default=OVERLAP.default,
+                            help=f"distinct experts per task, {OVERLAP.low}..{OVERLAP.high} "
+                                 f"(default {OVERLAP.default})")
         parser.add_argument("--pm", metavar="USERNAME", default=None,
                             help="the project manager who manages the project")
 

@@ -53,10 +53,11 @@ def _render(code: str, params: dict[str, Any], fallback: str) -> str:
     except ValueError:
         return fallback
     try:
-        return str(label % params) if params else str(label)
+        text = str(label % params)
     except (KeyError, TypeError, ValueError):
         # A message whose params are missing must still reach the user, in English.
         return fallback
+    return text or fallback
 
 
 def error_message(exc: DomainError) -> str:

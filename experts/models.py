@@ -1,10 +1,10 @@
 """Who judges: accounts with a role, and expert profiles."""
-import secrets
-
 from django.contrib.auth.models import AbstractUser
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
+
+from core.db import RandomCode
 
 
 class Role(models.TextChoices):
@@ -44,8 +44,9 @@ class Tier(models.TextChoices):
 TIER_ORDER = [Tier.BRONZE, Tier.SILVER, Tier.GOLD, Tier.PLATINUM]
 
 
-def new_pseudonym() -> str:
-    return "E-" + secrets.token_hex(4).upper()
+# A deconstructible default, not a function here: migrations record it without
+# importing this module (see core.db).
+new_pseudonym = RandomCode(prefix="E-", nbytes=4)
 
 
 class ExpertProfile(models.Model):

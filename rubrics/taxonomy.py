@@ -24,7 +24,7 @@ GATE_NAME_ZH = "其他"
 
 
 def taxonomy_ensure(dimension_model=None) -> int:
-    """Create any missing taxonomy rows (the data migration and tests after a flush use it)."""
+    """Create any missing taxonomy rows (tests after a flush use it; the data migration has its own copy)."""
     if dimension_model is None:
         from rubrics.models import Dimension as dimension_model
     existing = set(dimension_model.objects.values_list("code", flat=True))

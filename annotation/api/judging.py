@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.judging.selectors import judge_run_get_for_user
-from annotation.judging.services import judge_run_progress
+from annotation.judging.runs import judge_run_progress
 
 
 class JudgeRunProgressApi(APIView):

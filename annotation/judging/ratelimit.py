@@ -1,6 +1,6 @@
 """A judge run's requests-per-second limit, per process or shared through Redis.
 
-`RateLimiter` (client.py) spaces the requests of one process. Several Celery worker
+`RateLimiter` (pacing.py) spaces the requests of one process. Several Celery worker
 processes walking the same run would each allow the full rate, so with Redis
 configured every process reserves its slot from one Redis key per run instead: a
 short Lua script reads Redis's own clock (so worker clocks need not agree), takes the
@@ -18,7 +18,7 @@ from collections.abc import Callable
 import redis
 from django.conf import settings
 
-from annotation.judging.client import RateLimiter
+from annotation.judging.pacing import RateLimiter
 
 logger = logging.getLogger(__name__)
 
@@ -54,8 +54,8 @@ class RedisRateLimiter:
         try:
             wait_us = int(self._script(keys=[self.key], args=[self._interval_us, self._ttl_ms]))
         except redis.RedisError as exc:
-            logger.warning("judge rate limit: Redis unavailable (%s); limiting this process only",
-                           type(exc).__name__)
+            logger.warning("judge rate limit: Redis unavailable; limiting this process only",
+                           extra={"error": type(exc).__name__})
             return self._fallback.acquire()
         wait = max(0, wait_us) / 1_000_000
         if wait > 0:

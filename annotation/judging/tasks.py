@@ -13,7 +13,8 @@ from django.conf import settings
 from django.db import OperationalError
 from django.utils import timezone
 
-from annotation.judging.services import JUDGE_RUN_STEP, judge_claim_lease_s, judge_run_step
+from annotation.judging.runs import JUDGE_RUN_STEP
+from annotation.judging.walker import judge_claim_lease_s, judge_run_step
 from core.after_commit import task_send
 
 __all__ = ["judge_run_step_task"]

@@ -27,7 +27,7 @@ from core.errors import DomainError, error_message, field_error_message
 from annotation.exchange.jsonl import import_size_check
 from annotation.exchange.judge_labels import judge_labels_import
 from annotation.judging.selectors import judge_run_failures, judge_run_get_for_user, judge_run_list_for_project
-from annotation.judging.services import (
+from annotation.judging.runs import (
     judge_run_cancel,
     judge_run_progress,
     judge_run_resume,
@@ -130,7 +130,7 @@ def judge_labels_import_view(request: HttpRequest, project_id: int) -> HttpRespo
             import_size_check(size=data["file"].size)
             outcome["result"] = judge_labels_import(
                 project=project, data=data["file"].read(), run_name=data["run"], judge_model=data["judge_model"],
-                prompt_version=data["prompt_version"], created_by=request.user,
+                prompt_version=data["prompt_version"], created_by=request.user, now=timezone.now(),
                 source=data["file"].name)
             form = JudgeLabelsImportForm()
         except DomainError as exc:

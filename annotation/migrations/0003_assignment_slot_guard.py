@@ -32,5 +32,13 @@ class Migration(migrations.Migration):
                 f"CREATE TRIGGER rubrica_assignment_slot_update BEFORE UPDATE OF slot, task_id "
                 f"ON annotation_assignment {SQLITE_WHEN} {SQLITE_BODY}",
             ],
+            reverse_postgresql=[
+                "DROP TRIGGER IF EXISTS rubrica_assignment_slot_guard ON annotation_assignment",
+                "DROP FUNCTION IF EXISTS rubrica_assignment_slot_within_overlap()",
+            ],
+            reverse_sqlite=[
+                "DROP TRIGGER IF EXISTS rubrica_assignment_slot_insert",
+                "DROP TRIGGER IF EXISTS rubrica_assignment_slot_update",
+            ],
         ),
     ]

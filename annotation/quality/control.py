@@ -81,7 +81,7 @@ def _pause_if_below(*, project: Project, expert_id: int, now: datetime) -> None:
     notification_send(users=project_managers(project), kind="expert_paused", params=params, now=now,
                       link=reverse("quality_expert", args=[project.pk, profile.user_id]))
     notification_send(users=[profile.user], kind="account_paused", params={"project": project.name}, now=now)
-    logger.info("expert paused by control accuracy", extra={"expert": profile.user_id, "project": project.pk})
+    logger.info("expert paused by control accuracy", extra={"expert_id": profile.user_id, "project_id": project.pk})
 
 
 @transaction.atomic

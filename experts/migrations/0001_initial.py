@@ -4,9 +4,10 @@ import django.contrib.auth.models
 import django.contrib.auth.validators
 import django.db.models.deletion
 import django.utils.timezone
-import experts.models
 from django.conf import settings
 from django.db import migrations, models
+
+import core.db
 
 
 class Migration(migrations.Migration):
@@ -51,7 +52,7 @@ class Migration(migrations.Migration):
             name='ExpertProfile',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('pseudonym', models.CharField(default=experts.models.new_pseudonym, max_length=20, unique=True)),
+                ('pseudonym', models.CharField(default=core.db.RandomCode(nbytes=4, prefix='E-'), max_length=20, unique=True)),
                 ('credentials', models.CharField(blank=True, max_length=200)),
                 ('languages', models.CharField(blank=True, default='zh', max_length=100)),
                 ('weekly_capacity', models.PositiveIntegerField(default=200)),

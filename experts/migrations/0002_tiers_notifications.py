@@ -97,5 +97,7 @@ class Migration(migrations.Migration):
                 'constraints': [models.CheckConstraint(condition=models.Q(('from_tier', models.F('to_tier')), _negated=True), name='tier_change_changes')],
             },
         ),
+        # Unapplying drops the experts_tierrule table right after this step (CreateModel above,
+        # reversed), and the seeded rows with it: there is nothing to undo first.
         migrations.RunPython(seed_rules, migrations.RunPython.noop),
     ]

@@ -1,7 +1,29 @@
 from django.db import migrations
 
 from core.db import VendorSQL
-from rubrics.taxonomy import DIMENSIONS
+
+# The taxonomy as it stood when this migration was written, copied from
+# rubrics.taxonomy.DIMENSIONS rather than imported: a later edit there must not change
+# what this migration loads (a changed taxonomy gets its own data migration).
+# (code, Chinese name, English name, category)
+DIMENSIONS = [
+    ("verbal-expression", "言语表达", "Verbal expression", "personality"),
+    ("curiosity", "好奇心", "Curiosity", "personality"),
+    ("warmth", "温暖", "Warmth", "personality"),
+    ("first-person", "第一人称使用", "First-person usage", "personality"),
+    ("autonomy", "自主性", "Autonomy", "personality"),
+    ("humor", "幽默", "Humor", "personality"),
+    ("self-awareness", "自我认知", "Self-awareness", "personality"),
+    ("emotional-coping", "情绪应对", "Emotional coping", "emotion"),
+    ("emotional-understanding", "情绪理解", "Emotional understanding", "emotion"),
+    ("emotional-perception", "情绪感知", "Emotional perception", "emotion"),
+    ("emotional-reaction", "情绪反应", "Emotional reaction", "emotion"),
+    ("proactivity", "主动性", "Proactivity", "social"),
+    ("relationship-building", "关系构建", "Relationship building", "social"),
+    ("motivation", "动机", "Motivation", "motivation"),
+    ("morality", "道德", "Morality", "morality"),
+    ("other", "其他", "Other (gate)", "gate"),
+]
 
 
 def load_taxonomy(apps, schema_editor):
@@ -12,6 +34,13 @@ def load_taxonomy(apps, schema_editor):
             defaults={"name_zh": zh, "name_en": en, "category": category,
                       "is_gate": category == "gate", "sort_order": order},
         )
+
+
+def unload_taxonomy(apps, schema_editor):
+    # Only the rows this migration loaded; rubric items still pointing at one (PROTECT)
+    # stop the rollback, because unloading a taxonomy in use would orphan them.
+    Dimension = apps.get_model("rubrics", "Dimension")
+    Dimension.objects.filter(code__in=[code for code, *_ in DIMENSIONS]).delete()
 
 
 PG_ITEM_GUARD = """
@@ -61,12 +90,25 @@ SQLITE = [
         WHEN OLD.status = 'published' BEGIN SELECT RAISE(ABORT, {MSG}); END""",
 ]
 
+REVERSE_SQLITE = [
+    f"DROP TRIGGER IF EXISTS {name}" for name in (
+        "rubrica_item_insert_guard", "rubrica_item_update_guard", "rubrica_item_delete_guard",
+        "rubrica_version_update_guard", "rubrica_version_delete_guard",
+    )
+]
+REVERSE_POSTGRESQL = [
+    "DROP TRIGGER IF EXISTS rubrica_version_guard ON rubrics_rubricversion",
+    "DROP TRIGGER IF EXISTS rubrica_item_guard ON rubrics_rubricitem",
+    "DROP FUNCTION IF EXISTS rubrica_refuse_published_version()",
+    "DROP FUNCTION IF EXISTS rubrica_refuse_published_item()",
+]
+
 
 class Migration(migrations.Migration):
     dependencies = [("rubrics", "0001_initial")]
 
     operations = [
-        migrations.RunPython(load_taxonomy, migrations.RunPython.noop),
+        migrations.RunPython(load_taxonomy, unload_taxonomy),
         VendorSQL(
             postgresql=[
                 PG_ITEM_GUARD,
@@ -77,5 +119,7 @@ class Migration(migrations.Migration):
                 "FOR EACH ROW EXECUTE FUNCTION rubrica_refuse_published_version()",
             ],
             sqlite=SQLITE,
+            reverse_postgresql=REVERSE_POSTGRESQL,
+            reverse_sqlite=REVERSE_SQLITE,
         ),
     ]

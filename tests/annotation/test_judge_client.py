@@ -19,14 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotation.judging.client import (
-    ChatClient,
-    JudgeRequestError,
-    RateLimiter,
-    backoff_delay,
-    judge_one,
-    parse_retry_after,
-)
+from annotation.judging.client import ChatClient, JudgeRequestError, judge_one
+from annotation.judging.pacing import RateLimiter, backoff_delay, parse_retry_after
 from annotation.judging.prompt import (
     PROMPT_VERSION,
     JudgeAnswer,

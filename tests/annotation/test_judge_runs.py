@@ -23,18 +23,12 @@ from django.utils import timezone
 
 from core.errors import DomainError
 from config.celery import app as celery_app
-from annotation.judging import services
+from annotation.judging import walker
 from annotation.judging.prompt import render_rubric_line
 from annotation.judging.ratelimit import RedisRateLimiter
 from annotation.judging.secrets import JudgeKeyError, api_key_decrypt, api_key_encrypt
-from annotation.judging.services import (
-    judge_run_cancel,
-    judge_run_progress,
-    judge_run_resume,
-    judge_run_start,
-    judge_run_step,
-    judge_task_execute,
-)
+from annotation.judging.runs import judge_run_cancel, judge_run_progress, judge_run_resume, judge_run_start
+from annotation.judging.walker import judge_run_step, judge_task_execute
 from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult, Project, Task
 from tests.factories import PMFactory, make_project_with_tasks
 from tests.support.fake_llm import FakeLLMServer, default_answer
@@ -561,10 +555,10 @@ def test_process_clients_are_shared_per_run(settings) -> None:
     run = JudgeRun(pk=10_001, base_url="http://127.0.0.1:9/v1", judge_model="m",
                    api_key_encrypted=api_key_encrypt(SECRET), requests_per_second=5)
 
-    first = services._process_client(run)
-    again = services._process_client(run)
+    first = walker._process_client(run)
+    again = walker._process_client(run)
     run.requests_per_second = 6
-    changed = services._process_client(run)
+    changed = walker._process_client(run)
 
     assert first is again and changed is not first
     assert SECRET not in repr(first.client)

@@ -22,7 +22,7 @@ JOIN_TIMEOUT = 60
 def _posting_by_hand(monkeypatch):
     """Submissions commit for real here, so the eager task would post at the wall-clock time;
     these tests post themselves, at the instants they inject."""
-    monkeypatch.setattr("annotation.submission.services.task_send_on_commit", lambda name, *args: None)
+    monkeypatch.setattr("annotation.submission.services.task_send_on_commit", lambda name, **kwargs: None)
 
 
 def _run(target, *args) -> threading.Thread:

@@ -51,7 +51,7 @@ def test_a_full_pay_cycle_reconciles_and_a_missing_earning_fails_the_command(mon
     assert honest.returncode == 0, honest.stderr
     assert "reconciles" in honest.stdout
 
-    monkeypatch.setattr("annotation.submission.services.task_send_on_commit", lambda name, *args: None)
+    monkeypatch.setattr("annotation.submission.services.task_send_on_commit", lambda name, **kwargs: None)
     unpaid = submit(project, experts[2], timezone.now())
 
     tampered = _manage("reconcile_ledger")

@@ -1,0 +1,140 @@
+"""Django admin for projects, their material and the work: shown to admins, edited only where no invariant lives.
+
+Projects come from `project_create` (a rubric of its own, the PM's permissions), and
+questions and responses from the all-or-nothing imports, so none is added here; their
+settings and texts can be corrected, never the fields that tie them together.
+
+Tasks, assignments, labels and consensus are written by the assignment, submission and
+consensus services under row locks, and the database guards them (at most `overlap`
+live assignments, one per expert and task, slots within the overlap, one label per
+item). The admin shows them and offers no form: an edit could only fail on a
+constraint or, worse, pass one and leave the counters, the consensus and the ledger
+telling different stories. Because these models cannot be deleted here, Django's
+delete page also refuses a question or response that already has work.
+
+Tables reach 100k rows: changelists select their related rows in one query, skip the
+second, unfiltered count, and foreign keys are raw ids. Searches are on text columns;
+to reach the rows of one task, follow the links from its page or filter the changelist
+with `?task__id__exact=<id>`, which uses the foreign-key index where a search on a
+number would cast every row.
+"""
+from django.contrib import admin
+from django.http import HttpRequest
+
+from annotation.models import Assignment, ItemConsensus, Label, Project, Question, Response, Task
+
+
+class _ReadOnlyAdmin(admin.ModelAdmin):
+    show_full_result_count = False
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ("id", "name", "overlap", "lease_timeout_s", "calibration_threshold_pct", "control_rate_pct",
+                    "hard_min_tier", "created_by", "created_at")
+    list_display_links = ("id", "name")
+    list_select_related = ("created_by",)
+    search_fields = ("name",)
+    # A task copies the overlap when it is created, so a new overlap applies to new tasks only.
+    readonly_fields = ("rubric", "created_by", "created_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        # A project holds all the work and, through the ledger, the money trail.
+        return False
+
+
+@admin.register(Question)
+class QuestionAdmin(admin.ModelAdmin):
+    list_display = ("external_id", "project", "difficulty", "primary_scene", "secondary_scene", "source_format",
+                    "created_at")
+    list_filter = ("difficulty", "source_format", "project")
+    list_select_related = ("project",)
+    search_fields = ("=external_id", "primary_scene", "secondary_scene")
+    show_full_result_count = False
+    # Rubric items name their question by external id: renaming one would orphan them.
+    readonly_fields = ("project", "external_id", "source_format", "created_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+@admin.register(Response)
+class ResponseAdmin(admin.ModelAdmin):
+    list_display = ("id", "question", "model_name", "project", "created_at")
+    list_filter = ("project",)
+    list_select_related = ("question", "project")
+    search_fields = ("=question__external_id", "model_name")
+    show_full_result_count = False
+    readonly_fields = ("project", "question", "created_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+class AssignmentInline(admin.TabularInline):
+    model = Assignment
+    fields = ("expert", "kind", "slot", "status", "leased_at", "expires_at", "submitted_at")
+    readonly_fields = fields
+    show_change_link = True
+    can_delete = False
+
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).select_related("expert")
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(Task)
+class TaskAdmin(_ReadOnlyAdmin):
+    list_display = ("id", "project", "response", "rubric_version", "status", "live_count", "submitted_count",
+                    "overlap", "is_golden", "created_at", "completed_at")
+    list_filter = ("status", "is_golden", "project")
+    list_select_related = ("project", "response", "rubric_version__rubric")
+    search_fields = ("=response__question__external_id", "response__model_name")
+    raw_id_fields = ("project", "response", "rubric_version")
+    # At most `overlap` (1..9) rows.
+    inlines = [AssignmentInline]
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(_ReadOnlyAdmin):
+    list_display = ("id", "task", "expert", "kind", "slot", "status", "leased_at", "expires_at", "submitted_at",
+                    "tier_at_submission")
+    list_filter = ("status", "kind")
+    list_select_related = ("task", "expert")
+    search_fields = ("expert__username",)
+    raw_id_fields = ("task", "expert")
+
+
+@admin.register(Label)
+class LabelAdmin(_ReadOnlyAdmin):
+    list_display = ("id", "task", "assignment", "rubric_item", "value", "created_at")
+    list_filter = ("value",)
+    list_select_related = ("task", "assignment", "rubric_item__dimension")
+    search_fields = ("rubric_item__item_key", "assignment__expert__username")
+    raw_id_fields = ("assignment", "task", "rubric_item")
+
+
+@admin.register(ItemConsensus)
+class ItemConsensusAdmin(_ReadOnlyAdmin):
+    list_display = ("task", "rubric_item", "hit_votes", "total_votes", "majority", "zone", "computed_at")
+    list_filter = ("zone", "majority")
+    list_select_related = ("task", "rubric_item__dimension")
+    search_fields = ("rubric_item__item_key",)
+    raw_id_fields = ("task", "rubric_item")

@@ -4,7 +4,7 @@ Only the project's PM or an admin reaches these; anyone else gets the same 404 a
 an id that does not exist. No response carries a run's API key or anything derived
 from it.
 """
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -12,13 +12,6 @@ from rest_framework.views import APIView
 
 from annotation.judging.runs import judge_run_progress
 from annotation.judging.selectors import judge_run_get_for_user
-
-_ERROR = inline_serializer("JudgeImportError", fields={
-    "detail": serializers.CharField(),
-    "code": serializers.CharField(),
-    "errors": serializers.ListField(child=serializers.DictField(), required=False,
-                                    help_text='[{"line": 7, "field": "detail", "message": "..."}]'),
-})
 
 
 class JudgeRunProgressApi(APIView):

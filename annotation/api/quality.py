@@ -9,8 +9,9 @@ from rest_framework.views import APIView
 from annotation.api.common import NOT_FOUND as _NOT_FOUND
 from annotation.api.common import require_expert as _require_expert
 from annotation.api.serializers import ErrorOut
+from annotation.models.project import QUALITY_SETTINGS
 from annotation.quality.portrait import own_view_cutoff, portrait_for
-from annotation.quality.project_settings import INT_SETTINGS, project_quality_update
+from annotation.quality.project_settings import project_quality_update
 from annotation.selectors import project_expert_get, project_get_for_user
 from experts.models import Tier
 
@@ -34,7 +35,7 @@ class QualitySettingsApi(APIView):
     InputSerializer = extend_schema_serializer(component_name="QualitySettingsIn")(type(
         "InputSerializer", (serializers.Serializer,), {
             **{s.name: serializers.IntegerField(required=False, min_value=s.low, max_value=s.high)
-               for s in INT_SETTINGS},
+               for s in QUALITY_SETTINGS},
             "hard_min_tier": serializers.ChoiceField(choices=Tier.choices, required=False),
         },
     ))

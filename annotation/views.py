@@ -73,6 +73,7 @@ def home(request: HttpRequest) -> HttpResponse:
     """Experts see the projects they annotate in; PMs and admins the projects they manage."""
     user = request.user
     projects = project_list_for_user(user).order_by("name", "pk")
+    context: dict[str, Any]
     if user.is_expert:
         context = {"expert_rows": _expert_rows(user, list(projects), timezone.now())}
     else:

@@ -18,7 +18,8 @@ class ErrorOut(serializers.Serializer):
 
     detail = serializers.CharField(help_text="what went wrong, in the caller's language")
     code = serializers.CharField(help_text="a stable code from core.error_codes, for programs to match on")
-    errors = serializers.ListField(
+    # DRF's metaclass takes declared fields off the class, so `Serializer.errors` stays intact.
+    errors = serializers.ListField(  # type: ignore[assignment]
         child=serializers.DictField(), required=False,
         help_text='one entry per problem where there were several: [{"line": 3, "field": "rubric[2].score", '
                   '"message": "..."}]; line only in imports',

@@ -236,7 +236,9 @@ class CalibrationProgress:
             return None
         remaining = [p for p in self.positions if p not in self.answered]
         later = [p for p in remaining if p > position]
-        return (later or remaining or [None])[0]
+        if later:
+            return later[0]
+        return remaining[0] if remaining else None
 
 
 def calibration_progress(attempt: CalibrationAttempt) -> CalibrationProgress:

@@ -5,8 +5,8 @@ from collections.abc import Callable
 
 from django.db import IntegrityError, transaction
 
-from core.errors import DomainError
 from annotation.models import IdempotencyRecord
+from core.errors import DomainError
 from experts.models import User
 
 MAX_KEY_LENGTH = 200

@@ -38,8 +38,8 @@ def rubric_version_lock(version_id: int) -> RubricVersion:
     return RubricVersion.objects.select_for_update().get(pk=version_id)
 
 
-def project_lock(project_id: int) -> Project | None:
-    return Project.objects.select_for_update(of=("self",)).filter(pk=project_id).first()
+def project_lock(project_id: int) -> Project:
+    return Project.objects.select_for_update(of=("self",)).get(pk=project_id)
 
 
 def task_lock(task_id: int) -> Task:

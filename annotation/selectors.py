@@ -6,8 +6,8 @@ from django.db.models import Count, Q, QuerySet, Sum
 from guardian.shortcuts import get_objects_for_user, get_users_with_perms
 
 from annotation import permissions
-from core.errors import NotFound
 from annotation.models import Assignment, Project, Task
+from core.errors import NotFound
 from experts.models import Role, User
 from rubrics.models import RubricItem, RubricVersion
 

@@ -2,9 +2,9 @@
 from django.db import transaction
 
 from annotation import permissions
-from core.errors import DomainError
 from annotation.models import Project
 from annotation.models.project import LEASE_TIMEOUT_S, OVERLAP
+from core.errors import DomainError
 from experts.models import User
 from rubrics.models import Rubric
 

@@ -20,8 +20,8 @@ def leases_expire_task() -> int:
     while (n := leases_expire(now=timezone.now())) > 0:
         total += n
     return total
-from annotation.judging.tasks import *  # noqa: F401,F403
 from annotation.agreement.tasks import *  # noqa: F401,F403
+from annotation.judging.tasks import *  # noqa: F401,F403
 
 
 @shared_task(name="annotation.expert_evaluate", acks_late=True, soft_time_limit=60, time_limit=90,

@@ -21,9 +21,8 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from annotation.assignment.selectors import assignment_state, expert_work_for_projects
 from annotation.assignment.services import assignment_claim_next
-from annotation.quality.standing import HomeCard, expert_home_cards
-from core.errors import DomainError, NotFound, error_message
 from annotation.models import Assignment, Draft, Project, Question, Response
+from annotation.quality.standing import HomeCard, expert_home_cards
 from annotation.selectors import (
     assignment_get_for_expert,
     project_access_for_user,
@@ -35,6 +34,7 @@ from annotation.selectors import (
     task_progress_for_projects,
 )
 from annotation.submission.services import draft_save, labels_submit
+from core.errors import DomainError, NotFound, error_message
 from core.pages import render_page
 from experts.models import User
 from rubrics.models import Category, RubricItem
@@ -73,6 +73,7 @@ def home(request: HttpRequest) -> HttpResponse:
     """Experts see the projects they annotate in; PMs and admins the projects they manage."""
     user = request.user
     projects = project_list_for_user(user).order_by("name", "pk")
+    context: dict[str, Any]
     if user.is_expert:
         context = {"expert_rows": _expert_rows(user, list(projects), timezone.now())}
     else:

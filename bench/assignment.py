@@ -78,7 +78,7 @@ def drive(tokens: list[str], project_id: int, rounds: int) -> dict:
     def worker(token: str) -> None:
         headers = {"Authorization": f"Token {token}"}
         with httpx.Client(base_url=f"http://127.0.0.1:{PORT}", headers=headers, timeout=30) as client:
-            for r in range(rounds):
+            for _ in range(rounds):
                 t0 = time.perf_counter()
                 resp = client.post(f"/api/v1/projects/{project_id}/next-task/")
                 t1 = time.perf_counter()

@@ -37,7 +37,7 @@ def user_create(*, username: str, role: str, password: str | None = None,
                           errors=[{"field": "username", "message": "required", "code": ErrorCode.REQUIRED}])
     if role not in Role.values:
         params = {"role": repr(role), "roles": ", ".join(Role.values)}
-        raise DomainError("Unknown role %(role)s; expected one of: %(roles)s." % params,
+        raise DomainError(f"Unknown role {params['role']}; expected one of: {params['roles']}.",
                           code=ErrorCode.INVALID_ROLE, params=params)
     if User.objects.filter(username=username).exists():
         raise _username_taken(username)

@@ -15,7 +15,11 @@ from django.utils.translation import gettext_lazy as _
 from core.errors import DomainError, error_message
 from payments.models import LedgerEntry, PaymentSettings, PayoutBatch, Period, PriceRule, Statement, TierMultiplier
 from payments.pricing import (
-    RuleChange, price_rule_clean, price_rule_create, tier_multiplier_clean, tier_multiplier_create,
+    RuleChange,
+    price_rule_clean,
+    price_rule_create,
+    tier_multiplier_clean,
+    tier_multiplier_create,
 )
 from payments.services import currency_is_fixed, payment_settings_update
 

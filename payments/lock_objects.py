@@ -16,7 +16,7 @@ submission committed (or within a rejection, which holds no annotation lock).
 """
 from django.db import connection
 
-from payments.models import PaymentSettings, Period, PayoutBatch
+from payments.models import PaymentSettings, PayoutBatch, Period
 
 
 def payment_settings_lock(project_id: int) -> PaymentSettings:

@@ -18,8 +18,8 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from django.db import IntegrityError, transaction
 
-from core.errors import Conflict, DomainError
 from annotation.models import Difficulty, Project
+from core.errors import Conflict, DomainError
 from experts.models import Tier, User
 from payments.models import PaymentSettings, PriceRule, TierMultiplier
 

@@ -10,9 +10,9 @@ from decimal import Decimal
 
 from django.db.models import Count, Q, QuerySet, Sum
 
-from core.errors import NotFound
 from annotation.models import Difficulty, ItemConsensus, Project
 from annotation.selectors import project_get_for_user, project_list_for_user
+from core.errors import NotFound
 from experts.models import TIER_ORDER, ExpertProfile, Tier, User
 from payments import permissions
 from payments.models import LedgerEntry, PaymentSettings, PayoutBatch, Period, PriceRule, Statement, TierMultiplier

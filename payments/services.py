@@ -20,8 +20,8 @@ from django.db import transaction
 from django.db.models import Count, Sum
 
 from annotation import permissions as annotation_permissions
-from core.errors import Conflict, DomainError, NotFound
 from annotation.models import Assignment, Project
+from core.errors import Conflict, DomainError, NotFound
 from experts.models import User
 from payments import permissions
 from payments.ledger import ledger_post_reversal, reversal_key

@@ -1,4 +1,6 @@
 """Shared fixtures. Tests run on the database DATABASE_URL names (PostgreSQL in `make test`)."""
+import importlib
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -6,9 +8,11 @@ from tests.factories import AdminFactory, ExpertFactory, PMFactory
 
 
 @pytest.fixture(autouse=True)
-def _taxonomy(request):
-    """The dimension taxonomy comes from a data migration; a transactional test's flush
-    removes it, so tests that use the database get it back here."""
+def _migrated_rows(request):
+    """The dimension taxonomy and the default tier rules come from data migrations; a
+    transactional test's flush removes them, so tests that use the database get them back
+    here. A reused test database (`--reuse-db`) starts the way the last run's last flush
+    left it, so this holds for the first test of a run too."""
     marker = request.node.get_closest_marker("django_db")
     uses_db = marker is not None or {"db", "transactional_db"} & set(request.fixturenames)
     if not uses_db:
@@ -16,9 +20,14 @@ def _taxonomy(request):
     transactional = marker is not None and (marker.kwargs.get("transaction") or (marker.args and marker.args[0]))
     request.getfixturevalue("transactional_db" if transactional or "transactional_db" in request.fixturenames
                             else "db")
+    from django.apps import apps
+
+    from experts.models import TierRule
     from rubrics.taxonomy import taxonomy_ensure
 
     taxonomy_ensure()
+    if not TierRule.objects.exists():
+        importlib.import_module("experts.migrations.0002_tiers_notifications").seed_rules(apps, None)
 
 
 @pytest.fixture
@@ -42,6 +51,13 @@ def admin_user(db):
 
 
 def pytest_collection_modifyitems(config, items):
+    # Under `--dist loadgroup` the browser tests share one xdist worker: Chromium launches once
+    # (the session fixture) instead of once per worker, and two browsers do not compete for
+    # the cores that their live servers and the other tests need.
+    for item in items:
+        if item.get_closest_marker("e2e"):
+            item.add_marker(pytest.mark.xdist_group("browser"))
+
     from django.db import connection
 
     if connection.vendor != "postgresql":

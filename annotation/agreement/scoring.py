@@ -158,7 +158,8 @@ def _gate_mask(
 ) -> NDArray[np.bool_]:
     """Items of the gate dimension: ``gate_dim`` if given, else any dimension with a nan score."""
     if gate_dim is not None:
-        return dim_idx == gate_dim
+        # numpy types an array comparison as Any; asarray of a bool array is the array itself.
+        return np.asarray(dim_idx == gate_dim, dtype=np.bool_)
     gate_dims = np.zeros(n_dims, dtype=bool)
     gate_dims[dim_idx[np.isnan(score)]] = True
     return gate_dims[dim_idx]
@@ -281,7 +282,8 @@ def _competition_ranks(scores: NDArray[np.float64]) -> NDArray[np.int64]:
     ranks = 1 + better.sum(axis=-1)
     # nan scores rank below every real score, tied among themselves.
     n_real = (~np.isnan(scores)).sum(axis=-1, keepdims=True)
-    return np.where(np.isnan(scores), n_real + 1, ranks).astype(np.int64)
+    ranked: NDArray[np.int64] = np.where(np.isnan(scores), n_real + 1, ranks).astype(np.int64)
+    return ranked
 
 
 def rank_models(scores_by_model: Mapping[str, float]) -> dict[str, int]:

@@ -35,7 +35,7 @@ from annotation.agreement.scoring import rank_stability_bootstrap, score_model
 
 # The 2x2 -> (agreement, kappa) formula of the fast bootstrap, shared rather than copied:
 # the joint bootstrap below evaluates it on many slices at once.
-from annotation.agreement.stats import _agreement_kappa_from_cells
+from annotation.agreement.stats.bootstrap import _agreement_kappa_from_cells
 
 ZONES = ("unanimous", "split")
 

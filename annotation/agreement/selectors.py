@@ -13,8 +13,8 @@ from typing import Any
 from django.core.paginator import Page, Paginator
 from django.db.models import Exists, OuterRef, QuerySet
 
-from core.errors import NotFound
 from annotation.models import AgreementReport, Assignment, ItemConsensus, JudgeLabel, JudgeRun, Label, Project
+from core.errors import NotFound
 
 UNITS_PER_PAGE = 50
 UNIT_FILTERS = ("dimension", "category", "model", "difficulty", "zone", "disagree", "expert", "task")

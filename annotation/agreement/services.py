@@ -22,10 +22,10 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, transaction
 from django.db.models import Q
 
-from annotation.agreement.report import material_load, report_params, report_payload
 from annotation.agreement.material import Material
-from annotation.models import AgreementReport, JudgeRun, Project, Task
+from annotation.agreement.report import material_load, report_params, report_payload
 from annotation.lock_objects import project_lock
+from annotation.models import AgreementReport, JudgeRun, Project, Task
 from core.after_commit import task_send_on_commit
 from rubrics.models import RubricVersion
 

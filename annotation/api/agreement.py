@@ -7,7 +7,7 @@ rather than 404, so a client can tell "nothing computed yet" from "not yours" an
 """
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -27,6 +27,7 @@ _NOT_FOUND = OpenApiResponse(description="No such project (or judge run), or not
 class AgreementReportApi(APIView):
     """The latest agreement report of a project: the same figures the quality dashboard shows."""
 
+    @extend_schema_serializer(component_name="AgreementReport")
     class OutputSerializer(serializers.Serializer):
         status = serializers.ChoiceField(choices=["done", "none"],
                                          help_text='"none" while no report has been computed')
@@ -38,9 +39,6 @@ class AgreementReportApi(APIView):
         rubric_version = serializers.IntegerField(allow_null=True, help_text="the version number")
         recompute_pending = serializers.BooleanField(help_text="a newer report is queued or computing")
         report = serializers.JSONField(allow_null=True, help_text="the report payload (schema 1)")
-
-        class Meta:
-            ref_name = "AgreementReport"
 
     @extend_schema(
         operation_id="agreement_report",
@@ -70,19 +68,15 @@ class AgreementReportApi(APIView):
 class AgreementRecomputeApi(APIView):
     """Recompute the report now, from every label in the database (a Celery worker does the work)."""
 
+    @extend_schema_serializer(component_name="AgreementRecomputeRequest")
     class InputSerializer(serializers.Serializer):
         run = serializers.IntegerField(required=False, allow_null=True,
                                        help_text="a judge run id; default: the project's newest finished run")
 
-        class Meta:
-            ref_name = "AgreementRecomputeRequest"
-
+    @extend_schema_serializer(component_name="AgreementRecompute")
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField(help_text="the report row being computed")
         status = serializers.CharField()
-
-        class Meta:
-            ref_name = "AgreementRecompute"
 
     @extend_schema(operation_id="agreement_recompute", request=InputSerializer,
                    responses={202: OutputSerializer, 404: _NOT_FOUND})

@@ -7,13 +7,7 @@ a project that does not exist.
 from django.http import StreamingHttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import (
-    OpenApiParameter,
-    OpenApiResponse,
-    extend_schema,
-    extend_schema_serializer,
-    inline_serializer,
-)
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import MultiPartParser
@@ -22,20 +16,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.exchange.golden import golden_import
-from annotation.exchange.judge_labels import judge_labels_import
+from annotation.api.serializers import ErrorOut
 from annotation.exchange.export import FORMATS, consensus_export, consensus_rows, export_format_check
+from annotation.exchange.golden import golden_import
 from annotation.exchange.jsonl import upload_read
+from annotation.exchange.judge_labels import judge_labels_import
 from annotation.exchange.questions import questions_import
 from annotation.exchange.responses import responses_import
 from annotation.selectors import project_get_for_user
 
-_ERROR = inline_serializer("ExchangeError", fields={
-    "detail": serializers.CharField(),
-    "code": serializers.CharField(),
-    "errors": serializers.ListField(child=serializers.DictField(), required=False,
-                                    help_text='[{"line": 3, "field": "rubric[2].score", "message": "..."}]'),
-})
+_REFUSED = OpenApiResponse(ErrorOut, description="The file was refused (every bad line listed); nothing was written.")
+_TOO_LARGE = OpenApiResponse(ErrorOut, description="The file is larger than the upload limit.")
 _NOT_FOUND = OpenApiResponse(description="No such project, or not one you manage.")
 
 
@@ -59,7 +50,7 @@ class QuestionsImportApi(APIView):
     @extend_schema(
         operation_id="questions_import",
         request={"multipart/form-data": InputSerializer},
-        responses={201: OutputSerializer, 400: _ERROR, 404: _NOT_FOUND, 413: _ERROR},
+        responses={201: OutputSerializer, 400: _REFUSED, 404: _NOT_FOUND, 413: _TOO_LARGE},
     )
     def post(self, request: Request, project_id: int) -> Response:
         project = project_get_for_user(request.user, project_id, manage=True)
@@ -94,7 +85,7 @@ class ResponsesImportApi(APIView):
     @extend_schema(
         operation_id="responses_import",
         request={"multipart/form-data": InputSerializer},
-        responses={201: OutputSerializer, 400: _ERROR, 404: _NOT_FOUND, 413: _ERROR},
+        responses={201: OutputSerializer, 400: _REFUSED, 404: _NOT_FOUND, 413: _TOO_LARGE},
     )
     def post(self, request: Request, project_id: int) -> Response:
         project = project_get_for_user(request.user, project_id, manage=True)
@@ -133,7 +124,7 @@ class ConsensusExportApi(APIView):
             (200, "application/x-ndjson"): OpenApiTypes.STR,
             (200, "text/csv"): OpenApiTypes.STR,
             (200, "application/vnd.apache.parquet"): OpenApiTypes.BINARY,
-            400: _ERROR,
+            400: OpenApiResponse(ErrorOut, description="Not a format the export writes."),
             404: _NOT_FOUND,
         },
     )
@@ -153,16 +144,22 @@ class GoldenImportApi(APIView):
 
     parser_classes = [MultiPartParser]
 
+    @extend_schema_serializer(component_name="GoldenImportInput")
     class InputSerializer(serializers.Serializer):
-        file = serializers.FileField()
+        file = serializers.FileField(help_text="JSONL: question_id, model, labels [0/1 per rubric position], "
+                                               "optional rationale")
 
+    @extend_schema_serializer(component_name="GoldenImportOutput")
     class OutputSerializer(serializers.Serializer):
         tasks = serializers.IntegerField(help_text="golden tasks written")
         references = serializers.IntegerField(help_text="reference labels written")
         version = serializers.IntegerField(help_text="the rubric version they belong to")
 
-    @extend_schema(operation_id="golden_import", request={"multipart/form-data": InputSerializer},
-                   responses={201: OutputSerializer, 404: _NOT_FOUND})
+    @extend_schema(
+        operation_id="golden_import",
+        request={"multipart/form-data": InputSerializer},
+        responses={201: OutputSerializer, 400: _REFUSED, 404: _NOT_FOUND, 413: _TOO_LARGE},
+    )
     def post(self, request: Request, project_id: int) -> Response:
         project = project_get_for_user(request.user, project_id, manage=True)
         body = self.InputSerializer(data=request.data)
@@ -196,8 +193,7 @@ class JudgeLabelsImportApi(APIView):
     @extend_schema(
         operation_id="judge_labels_import",
         request={"multipart/form-data": InputSerializer},
-        responses={201: OutputSerializer, 400: _ERROR, 404: OpenApiResponse(description="No such project."),
-                   413: _ERROR},
+        responses={201: OutputSerializer, 400: _REFUSED, 404: _NOT_FOUND, 413: _TOO_LARGE},
     )
     def post(self, request: Request, project_id: int) -> Response:
         project = project_get_for_user(request.user, project_id, manage=True)

@@ -4,21 +4,14 @@ Only the project's PM or an admin reaches these; anyone else gets the same 404 a
 an id that does not exist. No response carries a run's API key or anything derived
 from it.
 """
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.judging.selectors import judge_run_get_for_user
 from annotation.judging.runs import judge_run_progress
-
-_ERROR = inline_serializer("JudgeImportError", fields={
-    "detail": serializers.CharField(),
-    "code": serializers.CharField(),
-    "errors": serializers.ListField(child=serializers.DictField(), required=False,
-                                    help_text='[{"line": 7, "field": "detail", "message": "..."}]'),
-})
+from annotation.judging.selectors import judge_run_get_for_user
 
 
 class JudgeRunProgressApi(APIView):

@@ -1,45 +1,60 @@
-"""Expert-quality API: the project's quality settings (PM) and capability portraits.
-"""
+"""Expert-quality API: the project's quality settings (PM) and capability portraits."""
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.quality.portrait import own_view_cutoff, portrait_for
-from annotation.quality.project_settings import project_quality_update
-from annotation.selectors import project_expert_get
-from annotation.selectors import project_get_for_user
-
 from annotation.api.common import NOT_FOUND as _NOT_FOUND
 from annotation.api.common import require_expert as _require_expert
-
-
-class QualitySettingsOut(serializers.Serializer):
-    calibration_threshold_pct = serializers.IntegerField()
-    calibration_size = serializers.IntegerField()
-    calibration_retry_delay_s = serializers.IntegerField()
-    control_rate_pct = serializers.IntegerField()
-    control_pause_below_pct = serializers.IntegerField()
-    control_window = serializers.IntegerField()
-    hard_min_tier = serializers.CharField()
+from annotation.api.serializers import ErrorOut
+from annotation.models.project import QUALITY_SETTINGS
+from annotation.quality.portrait import own_view_cutoff, portrait_for
+from annotation.quality.project_settings import project_quality_update
+from annotation.selectors import project_expert_get, project_get_for_user
+from experts.models import Tier
 
 
 class QualitySettingsApi(APIView):
     """Read or change the project's quality settings; a bad value changes nothing (400 with per-field errors)."""
 
-    @extend_schema(responses={200: QualitySettingsOut, 404: _NOT_FOUND})
+    @extend_schema_serializer(component_name="QualitySettings")
+    class OutputSerializer(serializers.Serializer):
+        calibration_threshold_pct = serializers.IntegerField()
+        calibration_size = serializers.IntegerField()
+        calibration_retry_delay_s = serializers.IntegerField()
+        control_rate_pct = serializers.IntegerField()
+        control_pause_below_pct = serializers.IntegerField()
+        control_window = serializers.IntegerField()
+        hard_min_tier = serializers.CharField()
+
+    # Describes the body only, built from the service's own ranges: `project_quality_update`
+    # checks it, so that this API and the settings page refuse the same values with the same
+    # per-field messages.
+    InputSerializer = extend_schema_serializer(component_name="QualitySettingsIn")(type(
+        "InputSerializer", (serializers.Serializer,), {
+            **{s.name: serializers.IntegerField(required=False, min_value=s.low, max_value=s.high)
+               for s in QUALITY_SETTINGS},
+            "hard_min_tier": serializers.ChoiceField(choices=Tier.choices, required=False),
+        },
+    ))
+
+    @extend_schema(operation_id="quality_settings", responses={200: OutputSerializer, 404: _NOT_FOUND})
     def get(self, request: Request, project_id: int) -> Response:
         project = project_get_for_user(request.user, project_id, manage=True)
-        return Response(QualitySettingsOut(project).data)
+        return Response(self.OutputSerializer(project).data)
 
-    @extend_schema(request=QualitySettingsOut(partial=True), responses={200: QualitySettingsOut, 404: _NOT_FOUND})
+    @extend_schema(
+        operation_id="quality_settings_update", request=InputSerializer,
+        responses={200: OutputSerializer, 404: _NOT_FOUND,
+                   400: OpenApiResponse(ErrorOut, description="One entry per bad field; nothing was changed.")},
+    )
     def patch(self, request: Request, project_id: int) -> Response:
         project = project_get_for_user(request.user, project_id, manage=True)
         values = request.data if isinstance(request.data, dict) else {}
         project = project_quality_update(project=project, values={k: values[k] for k in values})
-        return Response(QualitySettingsOut(project).data)
+        return Response(self.OutputSerializer(project).data)
 
 
 class PortraitRowOut(serializers.Serializer):
@@ -54,6 +69,8 @@ class PortraitRowOut(serializers.Serializer):
 
 
 class PortraitOut(serializers.Serializer):
+    """A capability portrait; an expert's own and a PM's view of one expert answer the same shape."""
+
     dimensions = PortraitRowOut(many=True)
     categories = PortraitRowOut(many=True)
     overall = PortraitRowOut()
@@ -62,18 +79,23 @@ class PortraitOut(serializers.Serializer):
 class MyPortraitApi(APIView):
     """The expert's own capability portrait across their projects (control tasks show after a day)."""
 
-    @extend_schema(responses={200: PortraitOut})
+    OutputSerializer = PortraitOut
+
+    @extend_schema(operation_id="my_portrait",
+                   responses={200: OutputSerializer, 403: OpenApiResponse(description="Only experts have one.")})
     def get(self, request: Request) -> Response:
         _require_expert(request)
         portrait = portrait_for(request.user, control_before=own_view_cutoff(timezone.now()))
-        return Response(PortraitOut(portrait).data)
+        return Response(self.OutputSerializer(portrait).data)
 
 
 class ExpertPortraitApi(APIView):
     """An expert's portrait over the project's work (the project's PM and admins)."""
 
-    @extend_schema(responses={200: PortraitOut, 404: _NOT_FOUND})
+    OutputSerializer = PortraitOut
+
+    @extend_schema(operation_id="expert_portrait", responses={200: OutputSerializer, 404: _NOT_FOUND})
     def get(self, request: Request, project_id: int, user_id: int) -> Response:
         project = project_get_for_user(request.user, project_id, manage=True)
         expert = project_expert_get(project, user_id)
-        return Response(PortraitOut(portrait_for(expert, projects=[project])).data)
+        return Response(self.OutputSerializer(portrait_for(expert, projects=[project])).data)

@@ -1,17 +1,21 @@
 """Rubric editing API (PM): the draft version, its items, and publishing.
 
 Thin views: parse, call one service or selector, serialise. Missing and not-yours give
-the same 404 (project lookups go through `project_get_for_user`).
+the same 404 (project lookups go through `project_get_for_user`). A URL that takes two
+methods keeps one class, with one serializer per direction of each method.
 """
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.api.common import NOT_FOUND as _NOT_FOUND
+from annotation.api.serializers import ErrorOut
 from annotation.models import Project
 from annotation.rubric_editing.services import (
+    DraftView,
     rubric_draft_item_add,
     rubric_draft_item_delete,
     rubric_draft_item_update,
@@ -22,10 +26,13 @@ from annotation.rubric_editing.services import (
 from annotation.selectors import project_get_for_user
 from rubrics.models import RubricItem
 
-from annotation.api.common import NOT_FOUND as _NOT_FOUND
+_REFUSED = OpenApiResponse(ErrorOut, description="The item needs attention (one entry per field); nothing was saved.")
+_PUBLISHED = OpenApiResponse(ErrorOut, description="The item belongs to a published version, which never changes.")
 
 
 class DraftItemOut(serializers.Serializer):
+    """A rubric item of the draft; the draft listing, adding and changing an item all answer it."""
+
     id = serializers.IntegerField()
     item_key = serializers.CharField()
     question_id = serializers.CharField(source="question_ref")
@@ -35,108 +42,144 @@ class DraftItemOut(serializers.Serializer):
     content = serializers.CharField()
 
 
-class DraftItemIn(serializers.Serializer):
+class _DraftItemFields(serializers.Serializer):
+    """What a PM writes on a draft item; adding one also names its question."""
+
     content = serializers.CharField(allow_blank=True, trim_whitespace=False)
     score = serializers.IntegerField(allow_null=True, required=False, default=None)
     dimension = serializers.CharField(help_text="dimension code, e.g. warmth, morality, other (gate)")
 
 
-class DraftItemAddIn(DraftItemIn):
-    question_id = serializers.CharField()
+class DraftItemChangeOut(serializers.Serializer):
+    item_key = serializers.CharField()
+    fields = serializers.ListField(child=serializers.CharField(), help_text="the compared fields that differ")
 
 
-def _diff_out(view) -> dict | None:
-    if view.diff is None:
-        return None
-    return {
-        "added": [i.item_key for i in view.diff.added],
-        "removed": [i.item_key for i in view.diff.removed],
-        "changed": [{"item_key": c.after.item_key, "fields": list(c.fields)} for c in view.diff.changed],
-        "changes_standard": view.diff.changes_standard,
-    }
+class DraftDiffOut(serializers.Serializer):
+    added = serializers.ListField(child=serializers.CharField(), help_text="item keys")
+    removed = serializers.ListField(child=serializers.CharField(), help_text="item keys")
+    changed = DraftItemChangeOut(many=True)
+    changes_standard = serializers.BooleanField(help_text="publishing sends the project's experts back to calibration")
 
 
-def _draft_out(project: Project) -> dict:
-    view = rubric_draft_view(project)
+def _draft_body(view: DraftView) -> dict:
+    """The draft view as plain values: the diff names items by key, the listing holds the draft's rows."""
+    diff = None
+    if view.diff is not None:
+        diff = {
+            "added": [i.item_key for i in view.diff.added],
+            "removed": [i.item_key for i in view.diff.removed],
+            "changed": [{"item_key": c.after.item_key, "fields": list(c.fields)} for c in view.diff.changed],
+            "changes_standard": view.diff.changes_standard,
+        }
     items = []
     if view.draft is not None:
-        items = DraftItemOut(RubricItem.objects.filter(version=view.draft).select_related("dimension"),
-                             many=True).data
+        items = RubricItem.objects.filter(version=view.draft).select_related("dimension")
     return {"draft": view.draft.number if view.draft else None,
             "published": view.published.number if view.published else None,
-            "items": items, "diff": _diff_out(view)}
+            "items": items, "diff": diff}
 
 
 class RubricDraftApi(APIView):
     """GET: the draft version's items and its diff against the published version (draft null when
     none exists). POST: start the draft as a copy of the published version (idempotent)."""
 
-    @extend_schema(responses={200: OpenApiResponse(description="draft, items, diff"), 404: _NOT_FOUND})
+    @extend_schema_serializer(component_name="RubricDraft")
+    class OutputSerializer(serializers.Serializer):
+        draft = serializers.IntegerField(allow_null=True, help_text="the draft's version number, null without one")
+        published = serializers.IntegerField(allow_null=True, help_text="the newest published version number")
+        items = DraftItemOut(many=True, help_text="the draft's items, empty without a draft")
+        diff = DraftDiffOut(allow_null=True, help_text="the draft against the published version, null without a draft")
+
+    def _answer(self, project: Project, code: int = status.HTTP_200_OK) -> Response:
+        return Response(self.OutputSerializer(_draft_body(rubric_draft_view(project))).data, status=code)
+
+    @extend_schema(operation_id="rubric_draft", responses={200: OutputSerializer, 404: _NOT_FOUND})
     def get(self, request: Request, project_id: int) -> Response:
         project = project_get_for_user(request.user, project_id, manage=True)
-        return Response(_draft_out(project))
+        return self._answer(project)
 
-    @extend_schema(request=None, responses={201: OpenApiResponse(description="draft, items, diff")})
+    @extend_schema(operation_id="rubric_draft_start", request=None,
+                   responses={201: OutputSerializer, 404: _NOT_FOUND})
     def post(self, request: Request, project_id: int) -> Response:
         project = project_get_for_user(request.user, project_id, manage=True)
         rubric_draft_start(project=project)
-        return Response(_draft_out(project), status=status.HTTP_201_CREATED)
+        return self._answer(project, status.HTTP_201_CREATED)
 
 
 class RubricDraftItemsApi(APIView):
     """Add an item to a question in the draft (its position is the question's next free one)."""
 
-    @extend_schema(request=DraftItemAddIn, responses={201: DraftItemOut, 404: _NOT_FOUND})
+    @extend_schema_serializer(component_name="DraftItemAddIn")
+    class InputSerializer(_DraftItemFields):
+        question_id = serializers.CharField()
+
+    OutputSerializer = DraftItemOut
+
+    @extend_schema(operation_id="rubric_draft_item_add", request=InputSerializer,
+                   responses={201: OutputSerializer, 400: _REFUSED, 404: _NOT_FOUND})
     def post(self, request: Request, project_id: int) -> Response:
         project = project_get_for_user(request.user, project_id, manage=True)
-        body = DraftItemAddIn(data=request.data)
+        body = self.InputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
         item = rubric_draft_item_add(project=project, question_ref=data["question_id"], content=data["content"],
                                      score=data["score"], dimension=data["dimension"])
-        return Response(DraftItemOut(item).data, status=status.HTTP_201_CREATED)
+        return Response(self.OutputSerializer(item).data, status=status.HTTP_201_CREATED)
 
 
 class RubricItemApi(APIView):
     """Change or remove an item of the draft. An item of a published version answers 409 and never changes."""
 
-    @extend_schema(request=DraftItemIn, responses={200: DraftItemOut, 404: _NOT_FOUND, 409: _NOT_FOUND})
+    @extend_schema_serializer(component_name="DraftItemIn")
+    class InputSerializer(_DraftItemFields):
+        pass
+
+    OutputSerializer = DraftItemOut
+
+    @extend_schema(operation_id="rubric_item_update", request=InputSerializer,
+                   responses={200: OutputSerializer, 400: _REFUSED, 404: _NOT_FOUND, 409: _PUBLISHED})
     def patch(self, request: Request, project_id: int, item_id: int) -> Response:
         project = project_get_for_user(request.user, project_id, manage=True)
-        body = DraftItemIn(data=request.data)
+        body = self.InputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
         item = rubric_draft_item_update(project=project, item_id=item_id, content=data["content"],
                                         score=data["score"], dimension=data["dimension"])
-        return Response(DraftItemOut(item).data)
+        return Response(self.OutputSerializer(item).data)
 
-    @extend_schema(responses={204: None, 404: _NOT_FOUND, 409: _NOT_FOUND})
+    @extend_schema(operation_id="rubric_item_delete", responses={204: None, 404: _NOT_FOUND, 409: _PUBLISHED})
     def delete(self, request: Request, project_id: int, item_id: int) -> Response:
         project = project_get_for_user(request.user, project_id, manage=True)
         rubric_draft_item_delete(project=project, item_id=item_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class PublishIn(serializers.Serializer):
-    reason = serializers.CharField(allow_blank=True, help_text="the changelog entry")
-
-
-class VersionOut(serializers.Serializer):
-    number = serializers.IntegerField()
-    status = serializers.CharField()
-    changelog = serializers.CharField()
-    published_at = serializers.DateTimeField()
-
-
 class RubricVersionPublishApi(APIView):
     """Publish draft version `n` with a reason. When the standard changed, every calibration of the
     project goes stale and its experts are notified."""
 
-    @extend_schema(request=PublishIn, responses={200: VersionOut, 400: OpenApiResponse(), 404: _NOT_FOUND})
+    @extend_schema_serializer(component_name="PublishIn")
+    class InputSerializer(serializers.Serializer):
+        reason = serializers.CharField(allow_blank=True, help_text="the changelog entry")
+
+    @extend_schema_serializer(component_name="VersionOut")
+    class OutputSerializer(serializers.Serializer):
+        number = serializers.IntegerField()
+        status = serializers.CharField()
+        changelog = serializers.CharField()
+        published_at = serializers.DateTimeField()
+
+    @extend_schema(
+        operation_id="rubric_version_publish", request=InputSerializer,
+        responses={200: OutputSerializer, 404: _NOT_FOUND,
+                   400: OpenApiResponse(ErrorOut, description="No reason, already published, nothing changed, "
+                                                              "or no items; nothing was published.")},
+    )
     def post(self, request: Request, project_id: int, number: int) -> Response:
         project = project_get_for_user(request.user, project_id, manage=True)
-        body = PublishIn(data=request.data)
+        body = self.InputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         version = rubric_version_publish_by_number(project=project, number=number,
                                                    reason=body.validated_data["reason"], now=timezone.now())
-        return Response(VersionOut(version).data)
+        return Response(self.OutputSerializer(version).data)

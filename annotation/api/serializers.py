@@ -1,10 +1,29 @@
-"""Output shapes of the work API. What an expert sees never includes model names or peers' labels."""
-from drf_spectacular.utils import extend_schema_field
+"""Serializers that API modules import: the refused request, and the shapes the work, calibration
+and project APIs answer with.
+
+An operation's own input and output otherwise live nested in its API class, as in
+`exchange.py`. What an expert sees never includes model names or peers' labels.
+"""
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from annotation.assignment.selectors import assignment_state
 from annotation.models import Assignment, Draft
 from annotation.selectors import rubric_items_for_task
+
+
+@extend_schema_serializer(component_name="DomainError")
+class ErrorOut(serializers.Serializer):
+    """A request the domain refused, as `core.api.exception_handler` answers it."""
+
+    detail = serializers.CharField(help_text="what went wrong, in the caller's language")
+    code = serializers.CharField(help_text="a stable code from core.error_codes, for programs to match on")
+    # DRF's metaclass takes declared fields off the class, so `Serializer.errors` stays intact.
+    errors = serializers.ListField(  # type: ignore[assignment]
+        child=serializers.DictField(), required=False,
+        help_text='one entry per problem where there were several: [{"line": 3, "field": "rubric[2].score", '
+                  '"message": "..."}]; line only in imports',
+    )
 
 
 class DimensionOut(serializers.Serializer):
@@ -25,6 +44,16 @@ class RubricItemOut(serializers.Serializer):
 class TurnOut(serializers.Serializer):
     role = serializers.ChoiceField(choices=["A", "B"])
     content = serializers.CharField()
+
+
+class SceneOut(serializers.Serializer):
+    primary = serializers.CharField()
+    secondary = serializers.CharField()
+
+
+class AssignmentDraftOut(serializers.Serializer):
+    labels = serializers.DictField(child=serializers.IntegerField(), help_text='{"<rubric_item_id>": 0 or 1}')
+    notes = serializers.DictField(child=serializers.CharField(), help_text='{"<rubric_item_id>": "note"}')
 
 
 class AssignmentOut(serializers.Serializer):
@@ -49,16 +78,20 @@ class AssignmentOut(serializers.Serializer):
     def get_state(self, obj: Assignment) -> str:
         return assignment_state(obj, now=self.context["now"])
 
+    @extend_schema_field(SceneOut)
     def get_scene(self, obj: Assignment) -> dict:
         q = obj.task.response.question
         return {"primary": q.primary_scene, "secondary": q.secondary_scene}
 
+    @extend_schema_field(TurnOut(many=True))
     def get_dialogue(self, obj: Assignment) -> list[dict]:
         return TurnOut(obj.task.response.question.dialogue, many=True).data
 
+    @extend_schema_field(RubricItemOut(many=True))
     def get_rubric_items(self, obj: Assignment) -> list[dict]:
         return RubricItemOut(rubric_items_for_task(obj.task), many=True).data
 
+    @extend_schema_field(AssignmentDraftOut)
     def get_draft(self, obj: Assignment) -> dict:
         draft = Draft.objects.filter(assignment=obj).first()
         return {"labels": draft.labels, "notes": draft.notes} if draft else {"labels": {}, "notes": {}}

@@ -35,8 +35,8 @@ them. Matching works inside that draw and never outside the assignment rules:
 import random
 from collections.abc import Sequence
 
-from annotation.quality.portrait import golden_counts_by_dimension
 from annotation.models import Task
+from annotation.quality.portrait import golden_counts_by_dimension
 from experts.models import ExpertProfile, User
 from rubrics.models import RubricItem
 

@@ -22,12 +22,12 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from annotation import permissions
 from annotation.assignment import matching
-from annotation.calibration.services import calibration_check
 from annotation.calibration.selectors import golden_task_ids_seen_in_calibration, golden_usable_tasks
-from core.errors import Conflict, Forbidden
+from annotation.calibration.services import calibration_check
 from annotation.lock_objects import task_lock, task_lock_or_skip
 from annotation.models import Assignment, Difficulty, Project, Task
 from annotation.selectors import ProjectAccess, rubric_version_current
+from core.errors import Conflict, Forbidden
 from experts.models import ExpertProfile, User, tier_rank
 from rubrics.models import RubricVersion
 

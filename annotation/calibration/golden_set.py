@@ -36,7 +36,8 @@ def golden_carry_forward(*, project: Project, previous: RubricVersion, version: 
         project=project, rubric_version=version, response_id__in=[t.response_id for t in golden])}
     # These tasks were created by this publish, so nobody has worked on them yet.
     task_mark_golden(task_ids=[t.pk for t in new_tasks.values()])
-    new_items = {i.item_key: i for i in RubricItem.objects.filter(version=version, question_ref__in=unchanged_questions)}
+    new_items = {i.item_key: i
+                 for i in RubricItem.objects.filter(version=version, question_ref__in=unchanged_questions)}
     carried = []
     old_refs = (GoldenReference.objects.filter(task__in=golden,
                                                task__response__question__external_id__in=unchanged_questions)

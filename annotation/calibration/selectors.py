@@ -2,8 +2,8 @@
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from core.errors import NotFound
 from annotation.models import CalibrationAttempt, CalibrationTask, GoldenReference, Project, Task
+from core.errors import NotFound
 from experts.models import User
 from rubrics.models import RubricItem, RubricVersion
 

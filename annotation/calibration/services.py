@@ -28,13 +28,13 @@ from django.db.models import Exists, F, OuterRef, Window
 from django.db.models.functions import RowNumber
 
 from annotation import permissions
-from annotation.lock_objects import calibration_attempt_lock
 from annotation.calibration.selectors import attempt_get_for_expert, golden_usable_tasks, project_has_golden_set
-from core.error_codes import ErrorCode
-from core.errors import Conflict, DomainError, Forbidden, NotFound
+from annotation.labels import labels_clean
+from annotation.lock_objects import calibration_attempt_lock
 from annotation.models import CalibrationAnswer, CalibrationAttempt, CalibrationTask, GoldenReference, Project
 from annotation.selectors import rubric_items_for_task, rubric_version_current
-from annotation.labels import labels_clean
+from core.error_codes import ErrorCode
+from core.errors import Conflict, DomainError, Forbidden, NotFound
 from experts.models import User
 from rubrics.models import RubricVersion
 
@@ -236,7 +236,9 @@ class CalibrationProgress:
             return None
         remaining = [p for p in self.positions if p not in self.answered]
         later = [p for p in remaining if p > position]
-        return (later or remaining or [None])[0]
+        if later:
+            return later[0]
+        return remaining[0] if remaining else None
 
 
 def calibration_progress(attempt: CalibrationAttempt) -> CalibrationProgress:

@@ -4,9 +4,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from core.errors import DomainError
 from annotation.exchange.jsonl import format_line_error, import_size_check
 from annotation.models import Project
+from core.errors import DomainError
 
 
 class ImportCommand(BaseCommand):

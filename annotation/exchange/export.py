@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from django.db.models import Exists, OuterRef
 
-from core.errors import DomainError
 from annotation.models import Assignment, ItemConsensus, Label, Project, Task
+from core.errors import DomainError
 
 TASK_CHUNK = 500
 ROW_CHUNK = 2000

@@ -25,12 +25,12 @@ from datetime import datetime
 
 from django.db import transaction
 
-from core.errors import DomainError
+from annotation.calibration.golden_set import task_mark_golden
 from annotation.exchange.jsonl import LineErrors, RowReader, describe, jsonl_objects
 from annotation.lock_objects import project_imports_lock
-from annotation.calibration.golden_set import task_mark_golden
 from annotation.models import Assignment, GoldenReference, Project, Question, Response, Task
 from annotation.selectors import rubric_version_current
+from core.errors import DomainError
 from rubrics.models import RubricItem, RubricVersion
 
 RATIONALE_MAX = 4000

@@ -17,12 +17,12 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Count
 
-from core.errors import DomainError
 from annotation.exchange.jsonl import LineErrors, RowReader, describe, import_size_check, jsonl_objects
 from annotation.lock_objects import project_imports_lock
 from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult, Project, Question, Response, Task
 from annotation.selectors import rubric_version_current
 from core.after_commit import task_send_on_commit
+from core.errors import DomainError
 from experts.models import User
 from rubrics.models import RubricItem, RubricVersion
 

@@ -15,12 +15,12 @@ from datetime import datetime
 
 from django.db import transaction
 
-from core.errors import DomainError
 from annotation.exchange.jsonl import ImportResult, LineErrors, RowReader, describe, import_size_check, jsonl_objects
 from annotation.lock_objects import project_imports_lock
 from annotation.models import Project, Question, Response
 from annotation.rubric_editing.publishing import tasks_ensure_for_version
 from annotation.selectors import rubric_version_current
+from core.errors import DomainError
 
 MODEL_NAME_MAX = 200
 BATCH_SIZE = 2000

@@ -21,13 +21,13 @@ from django.core.validators import URLValidator
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 
-from annotation.lock_objects import judge_run_lock
-from core.errors import DomainError, NotFound
 from annotation.judging.prompt import PROMPT_VERSION
 from annotation.judging.secrets import api_key_encrypt, api_key_env_check
+from annotation.lock_objects import judge_run_lock
 from annotation.models import JudgeRun, JudgeTaskResult, Project, Task
 from annotation.selectors import rubric_version_current
 from core.after_commit import task_send_on_commit
+from core.errors import DomainError, NotFound
 from experts.models import User
 
 logger = logging.getLogger(__name__)
@@ -142,7 +142,7 @@ def judge_run_start(*, project: Project, name: str, base_url: str, judge_model: 
     return run
 
 
-def _rps_check(value: float, bad: Callable[[str, str, str], None]) -> float:
+def _rps_check(value: float, bad: Callable[..., None]) -> float:
     try:
         rps = float(value)
     except (TypeError, ValueError):

@@ -2,8 +2,8 @@
 from django.db.models import Count, Q, QuerySet
 
 from annotation import permissions
-from core.errors import NotFound
 from annotation.models import JudgeRun, JudgeTaskResult, Project
+from core.errors import NotFound
 from experts.models import User
 
 FAILURES_SHOWN = 200

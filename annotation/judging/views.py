@@ -23,11 +23,8 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from core.errors import DomainError, error_message, field_error_message
-from core.pages import render_page
 from annotation.exchange.jsonl import import_size_check
 from annotation.exchange.judge_labels import judge_labels_import
-from annotation.judging.selectors import judge_run_failures, judge_run_get_for_user, judge_run_list_for_project
 from annotation.judging.runs import (
     ACTIVE,
     judge_run_can_cancel,
@@ -37,8 +34,11 @@ from annotation.judging.runs import (
     judge_run_resume,
     judge_run_start,
 )
+from annotation.judging.selectors import judge_run_failures, judge_run_get_for_user, judge_run_list_for_project
 from annotation.models import JudgeRun, Project
 from annotation.selectors import project_get_for_user
+from core.errors import DomainError, error_message, field_error_message
+from core.pages import render_page
 
 RUNS = "annotation/judging/runs.html"
 RUN = "annotation/judging/run.html"

@@ -29,16 +29,15 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Min, Q
 
-from annotation.lock_objects import judge_result_lock, judge_run_lock
 from annotation.judging.client import ChatClient, Completer, JudgeRequestError, judge_one
 from annotation.judging.prompt import JudgeAnswer, JudgeParseError
 from annotation.judging.ratelimit import rate_limiter_for_run
+from annotation.judging.runs import ACTIVE, ERROR_MAX
 from annotation.judging.secrets import JudgeKeyError, api_key_resolve
+from annotation.lock_objects import judge_result_lock, judge_run_lock
 from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult
 from core.after_commit import task_send_on_commit
 from rubrics.models import RubricItem
-
-from annotation.judging.runs import ACTIVE, ERROR_MAX
 
 logger = logging.getLogger(__name__)
 
@@ -158,9 +157,9 @@ def _result_claim(*, result_id: int, now: datetime) -> JudgeTaskResult | None:
 
 @transaction.atomic
 def _result_record(*, result_id: int, items: list[RubricItem], answer: JudgeAnswer,
-                   secret: str | None) -> JudgeTaskResult:
+                   secret: str | None) -> JudgeTaskResult | None:
     result = judge_result_lock(result_id)
-    if result.status != JudgeTaskResult.Status.PENDING:
+    if result is None or result.status != JudgeTaskResult.Status.PENDING:
         return result  # recorded by a worker whose claim had run out; the first answer stands
     JudgeLabel.objects.bulk_create(
         JudgeLabel(run_id=result.run_id, task_id=result.task_id, rubric_item=item, value=value)
@@ -175,9 +174,9 @@ def _result_record(*, result_id: int, items: list[RubricItem], answer: JudgeAnsw
 
 
 @transaction.atomic
-def _result_fail(*, result_id: int, error: str) -> JudgeTaskResult:
+def _result_fail(*, result_id: int, error: str) -> JudgeTaskResult | None:
     result = judge_result_lock(result_id)
-    if result.status != JudgeTaskResult.Status.PENDING:
+    if result is None or result.status != JudgeTaskResult.Status.PENDING:
         return result
     result.status = JudgeTaskResult.Status.FAILED
     result.error = error

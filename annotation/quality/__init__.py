@@ -1,1 +1,2 @@
-"""Expert quality: silent control tasks, capability portraits, tier standing, quality settings, the PM's quality pages."""
+"""Expert quality: silent control tasks, capability portraits, tier standing, quality settings,
+and the PM's quality pages."""

@@ -20,8 +20,9 @@ from django.db.models.functions import RowNumber
 from django.urls import reverse
 
 from annotation.lock_objects import expert_profile_lock
-from annotation.selectors import project_expert_get, project_managers
 from annotation.models import Assignment, ControlResult, GoldenReference, Project, Task
+from annotation.selectors import project_expert_get, project_managers
+from core.errors import NotFound
 from experts.models import ExpertProfile, User
 from experts.notifications import notification_send
 
@@ -106,6 +107,8 @@ def expert_resume(*, project: Project, expert_id, now: datetime, by: User) -> Ex
     """A PM resumes a paused expert of their project; the control window starts afresh."""
     expert = project_expert_get(project, expert_id)
     profile = expert_profile_lock(expert.pk)
+    if profile is None:
+        raise NotFound("No such expert in this project.")
     if profile.status == ExpertProfile.Status.PAUSED:
         profile.status = ExpertProfile.Status.ACTIVE
         profile.status_reason = f"Resumed by {by.username} in project {project.pk}."

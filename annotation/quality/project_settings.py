@@ -4,9 +4,9 @@ from typing import Any
 from django.db import transaction
 
 from annotation.lock_objects import project_lock
-from core.errors import DomainError
 from annotation.models import Project
 from annotation.models.project import QUALITY_SETTINGS
+from core.errors import DomainError
 from experts.models import Tier
 
 # The ranges are the model's, which its check constraints also read; checking here first

@@ -11,9 +11,9 @@ from datetime import datetime
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.quality.portrait import expert_stats, own_view_cutoff
 from annotation.calibration.services import CalibrationState, calibration_state
 from annotation.models import Project
+from annotation.quality.portrait import expert_stats, own_view_cutoff
 from experts.models import ExpertProfile, TierChange, User
 from experts.notifications import notification_unread_count
 from experts.tiers import TierProgress, tier_evaluate, tier_progress

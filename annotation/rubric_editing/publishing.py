@@ -8,18 +8,17 @@ from datetime import datetime
 
 from django.db import transaction
 from django.db.models import Exists, Max, OuterRef
-
 from django.urls import reverse
 
-from annotation.lock_objects import rubric_version_lock
 from annotation.calibration.golden_set import golden_carry_forward
 from annotation.calibration.selectors import project_has_golden_set
-from annotation.selectors import project_experts
 from annotation.calibration.services import calibrations_mark_stale
-from core.error_codes import ErrorCode
-from core.errors import DomainError
+from annotation.lock_objects import rubric_version_lock
 from annotation.models import Project, Response, Task
 from annotation.rubric_editing.diff import rubric_version_diff
+from annotation.selectors import project_experts
+from core.error_codes import ErrorCode
+from core.errors import DomainError
 from experts.notifications import notification_send
 from rubrics.models import RubricItem, RubricVersion
 

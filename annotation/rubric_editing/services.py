@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import Max
 
-from core.errors import Conflict, DomainError, NotFound
 from annotation.lock_objects import project_imports_lock
 from annotation.models import Project, Question
-from annotation.rubric_editing.publishing import rubric_draft_get_or_create, rubric_version_publish
 from annotation.rubric_editing.diff import RubricDiff, rubric_version_diff
+from annotation.rubric_editing.publishing import rubric_draft_get_or_create, rubric_version_publish
 from annotation.selectors import rubric_version_current
+from core.errors import Conflict, DomainError, NotFound
 from rubrics.models import Dimension, RubricItem, RubricVersion
 
 CONTENT_MAX = 4000

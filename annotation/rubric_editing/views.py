@@ -13,7 +13,6 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from core.errors import DomainError, NotFound, error_message
 from annotation.models import Project, Question
 from annotation.rubric_editing.services import (
     rubric_draft_item_add,
@@ -24,6 +23,7 @@ from annotation.rubric_editing.services import (
     rubric_version_publish_by_number,
 )
 from annotation.selectors import project_get_for_user
+from core.errors import DomainError, NotFound, error_message
 from rubrics.models import Dimension, RubricItem
 
 TEMPLATE = "annotation/rubric_editing/draft.html"

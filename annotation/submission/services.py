@@ -5,14 +5,14 @@ from datetime import datetime
 from django.db import transaction
 
 from annotation.assignment.services import assignment_revive, lease_extend
-from annotation.quality.control import control_record
-from core.errors import Conflict, DomainError
-from annotation.lock_objects import assignment_lock, task_lock
-from core.after_commit import task_send_on_commit
-from annotation.models import Assignment, Draft, Label, Task
-from annotation.selectors import assignment_get_for_expert, rubric_items_for_task
 from annotation.labels import labels_clean
+from annotation.lock_objects import assignment_lock, task_lock
+from annotation.models import Assignment, Draft, Label, Task
+from annotation.quality.control import control_record
+from annotation.selectors import assignment_get_for_expert, rubric_items_for_task
 from annotation.submission.consensus import consensus_compute
+from core.after_commit import task_send_on_commit
+from core.errors import Conflict, DomainError
 from experts.models import ExpertProfile, User
 
 MAX_NOTE_CHARS = 2000

@@ -15,7 +15,7 @@ def env_bool(name: str, default: bool) -> bool:
 
 def env_int(name: str, default: int) -> int:
     raw = os.environ.get(name)
-    return default if raw in (None, "") else int(raw)
+    return int(raw) if raw else default
 
 
 def env_list(name: str, default: str) -> list[str]:

@@ -2,9 +2,9 @@
 import os
 import time
 from contextlib import contextmanager
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+import redis
 from celery.contrib.testing.worker import start_worker
 
 from annotation.agreement.tasks import agreement_report_compute_task, agreement_report_request_task
@@ -14,13 +14,28 @@ from tests.annotation.test_agreement_report import JUDGE, PANEL, build
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# A database number of its own, so the test never sees (or steals) anyone else's messages.
-TEST_DB = "/13"
-
 
 def redis_test_url() -> str:
-    parts = urlsplit(os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0")
-    return urlunsplit((parts.scheme, parts.netloc, TEST_DB, "", ""))
+    return os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
+
+
+def redis_key_prefix() -> str:
+    """A prefix for every broker and result key of this test process.
+
+    Its queue is then its own, so the worker never sees (or steals) the messages of another
+    xdist worker, or of another checkout's suite on the same Redis, and the cleanup deletes
+    only its own keys where a flushdb would wipe theirs.
+    """
+    return f"rubrica-test:{os.environ.get('PYTEST_XDIST_WORKER', 'main')}:{os.getpid()}:"
+
+
+def _delete_keys(url: str, prefix: str) -> None:
+    client = redis.Redis.from_url(url)
+    try:
+        for key in client.scan_iter(match=f"{prefix}*", count=1000):
+            client.delete(key)
+    finally:
+        client.close()
 
 
 def _forget_connections() -> None:
@@ -35,18 +50,24 @@ def _forget_connections() -> None:
 
 @contextmanager
 def redis_worker():
-    url = redis_test_url()
-    saved = {key: app.conf[key] for key in ("broker_url", "result_backend", "task_always_eager")}
-    app.conf.update(broker_url=url, result_backend=url, task_always_eager=False)
+    url, prefix = redis_test_url(), redis_key_prefix()
+    options = ("broker_url", "result_backend", "task_always_eager",
+               "broker_transport_options", "result_backend_transport_options")
+    saved = {key: app.conf[key] for key in options}
+    app.conf.update(
+        broker_url=url, result_backend=url, task_always_eager=False,
+        broker_transport_options={**saved["broker_transport_options"], "global_keyprefix": prefix},
+        result_backend_transport_options={**saved["result_backend_transport_options"], "global_keyprefix": prefix},
+    )
     _forget_connections()
-    with app.connection_for_write() as conn:
-        conn.default_channel.client.flushdb()
+    _delete_keys(url, prefix)
     try:
         with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=30):
             yield
     finally:
         app.conf.update(saved)
         _forget_connections()
+        _delete_keys(url, prefix)
 
 
 def wait_for(condition, timeout: float = 60.0):

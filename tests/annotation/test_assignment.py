@@ -6,9 +6,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.assignment.services import assignment_claim_next, leases_expire
-from core.errors import Forbidden
 from annotation.models import Assignment, Task
 from annotation.services import project_add_member
+from core.errors import Forbidden
 from experts.models import ExpertProfile
 from tests.factories import ExpertFactory, make_project_with_tasks
 

@@ -16,7 +16,6 @@ from annotation.calibration.services import (
     calibration_state,
     calibrations_mark_stale,
 )
-from core.errors import Conflict, Forbidden
 from annotation.models import (
     Assignment,
     CalibrationAnswer,
@@ -25,6 +24,7 @@ from annotation.models import (
     Label,
     Task,
 )
+from core.errors import Conflict, Forbidden
 from tests.factories import ExpertFactory, PMFactory, make_project_with_tasks
 from tests.support.quality import answer_attempt, calibrated, make_golden_project, member
 

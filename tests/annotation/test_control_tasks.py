@@ -8,8 +8,6 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from annotation.assignment.services import _lease, assignment_claim_next
-from annotation.quality.control import expert_resume
-from core.errors import Forbidden
 from annotation.lock_objects import task_lock
 from annotation.models import (
     Assignment,
@@ -20,8 +18,10 @@ from annotation.models import (
     Project,
     Task,
 )
+from annotation.quality.control import expert_resume
 from annotation.selectors import rubric_items_for_task
 from annotation.submission.services import labels_submit
+from core.errors import Forbidden
 from experts.models import ExpertProfile, Notification
 from tests.factories import PMFactory
 from tests.support.quality import calibrated, make_golden_project

@@ -1,8 +1,8 @@
 """The quality dashboard, its items page and the agreement API, over a stored report."""
 import json
 import re
-from html import unescape
 from datetime import timedelta
+from html import unescape
 
 import pytest
 from django.urls import reverse

@@ -9,8 +9,14 @@ from rest_framework.authtoken.models import Token
 
 from annotation import permissions
 from annotation.demo import (
-    ADMIN_PASSWORD, DEMO_ACCOUNTS, DEMO_PROJECT_NAME, DEMO_URL, EXPERT_PASSWORD, PM_PASSWORD,
-    QUESTIONS_FILE, RESPONSES_FILE,
+    ADMIN_PASSWORD,
+    DEMO_ACCOUNTS,
+    DEMO_PROJECT_NAME,
+    DEMO_URL,
+    EXPERT_PASSWORD,
+    PM_PASSWORD,
+    QUESTIONS_FILE,
+    RESPONSES_FILE,
 )
 from annotation.models import Project, Question, Response, Task
 from experts.models import ExpertProfile, Role, User

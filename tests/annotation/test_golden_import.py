@@ -12,11 +12,11 @@ from rest_framework.authtoken.models import Token
 from annotation.assignment.services import assignment_claim_next
 from annotation.calibration.golden_set import GOLDEN_OVERLAP
 from annotation.exchange.golden import golden_import
-from core.errors import DomainError
 from annotation.models import GoldenReference, ItemConsensus, Task
 from annotation.selectors import rubric_items_for_task
 from annotation.services import project_create
 from annotation.submission.services import labels_submit
+from core.errors import DomainError
 from tests.factories import PMFactory, make_project_with_tasks
 from tests.support.quality import calibrated, golden_file, make_golden_project, member, reference_bits
 

@@ -9,10 +9,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
-from core.errors import DomainError
 from annotation.exchange.questions import questions_import
 from annotation.models import Question, Task
 from annotation.services import project_create
+from core.errors import DomainError
 from rubrics.models import RubricItem, RubricVersion
 from tests.factories import ExpertFactory, PMFactory
 

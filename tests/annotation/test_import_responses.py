@@ -8,11 +8,11 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
-from core.errors import DomainError
 from annotation.exchange.questions import questions_import
 from annotation.exchange.responses import responses_import
 from annotation.models import Response, Task
 from annotation.services import project_create
+from core.errors import DomainError
 from rubrics.models import RubricVersion
 from tests.factories import ExpertFactory, PMFactory
 

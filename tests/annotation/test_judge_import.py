@@ -7,11 +7,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from core.errors import DomainError
 from annotation.exchange.jsonl import format_line_error
 from annotation.exchange.judge_labels import judge_labels_import
 from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult, Project, Task
 from annotation.permissions import grant_manage
+from core.errors import DomainError
 from tests.factories import PMFactory, ResponseFactory, make_project_with_tasks
 
 pytestmark = pytest.mark.django_db

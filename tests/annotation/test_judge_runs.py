@@ -21,15 +21,15 @@ from django.db import connections
 from django.test import Client
 from django.utils import timezone
 
-from core.errors import DomainError
-from config.celery import app as celery_app
 from annotation.judging import walker
 from annotation.judging.prompt import render_rubric_line
 from annotation.judging.ratelimit import RedisRateLimiter
-from annotation.judging.secrets import JudgeKeyError, api_key_decrypt, api_key_encrypt
 from annotation.judging.runs import judge_run_cancel, judge_run_progress, judge_run_resume, judge_run_start
+from annotation.judging.secrets import JudgeKeyError, api_key_decrypt, api_key_encrypt
 from annotation.judging.walker import judge_run_step, judge_task_execute
 from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult, Project, Task
+from config.celery import app as celery_app
+from core.errors import DomainError
 from tests.factories import PMFactory, make_project_with_tasks
 from tests.support.fake_llm import FakeLLMServer, default_answer
 

@@ -9,10 +9,10 @@ from django.utils import timezone
 
 from annotation.assignment import matching
 from annotation.assignment.services import RING_SIZE, assignment_claim_next
-from core.errors import Forbidden
 from annotation.models import Project, Question, Task
 from annotation.rubric_editing.publishing import rubric_version_publish
 from annotation.rubric_editing.services import rubric_draft_item_update, rubric_draft_start
+from core.errors import Forbidden
 from experts.models import ExpertProfile
 from rubrics.models import Dimension, RubricItem
 from tests.support.quality import calibrated, make_golden_project, member

@@ -9,11 +9,10 @@ from rest_framework.authtoken.models import Token
 
 from annotation.assignment.services import assignment_claim_next
 from annotation.calibration.services import calibration_state
-from core.errors import Conflict, DomainError, Forbidden
 from annotation.exchange.questions import questions_import
 from annotation.models import CalibrationAttempt, GoldenReference, Label, Task
-from annotation.rubric_editing.publishing import rubric_version_publish
 from annotation.rubric_editing.diff import rubric_version_diff
+from annotation.rubric_editing.publishing import rubric_version_publish
 from annotation.rubric_editing.services import (
     rubric_draft_item_add,
     rubric_draft_item_delete,
@@ -22,6 +21,7 @@ from annotation.rubric_editing.services import (
 )
 from annotation.selectors import rubric_items_for_task, rubric_version_current
 from annotation.submission.services import labels_submit
+from core.errors import Conflict, DomainError, Forbidden
 from experts.models import Notification
 from rubrics.models import RubricItem, RubricVersion
 from tests.factories import AdminFactory, PMFactory

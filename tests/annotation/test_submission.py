@@ -3,12 +3,12 @@ import pytest
 from django.utils import timezone
 
 from annotation.assignment.services import assignment_claim_next
-from core.errors import Conflict, DomainError, NotFound
 from annotation.models import Draft, ItemConsensus, Label, Task
 from annotation.selectors import rubric_items_for_task
 from annotation.services import project_add_member
 from annotation.submission.consensus import majority_of
 from annotation.submission.services import draft_save, labels_submit
+from core.errors import Conflict, DomainError, NotFound
 from tests.factories import ExpertFactory, make_project_with_tasks
 
 pytestmark = pytest.mark.django_db

@@ -5,8 +5,8 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from annotation.assignment.services import assignment_claim_next
-from annotation.quality.standing import expert_evaluate, expert_home_cards
 from annotation.models import Assignment, GoldenReference, Project, Question, Task
+from annotation.quality.standing import expert_evaluate, expert_home_cards
 from annotation.selectors import rubric_items_for_task
 from annotation.submission.services import labels_submit
 from experts.models import ExpertProfile, Notification, TierChange, TierRule

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 from django.utils import translation
 
-from annotation.services import project_add_member
 from core.error_codes import GENERIC_CODES, ErrorCode
 from core.errors import Conflict, DomainError, NotFound, error_message, field_error_message
 from core.logging import KeyValueFormatter

@@ -2,13 +2,13 @@
 from io import StringIO
 
 import pytest
-from core.errors import DomainError
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from rest_framework.authtoken.models import Token
 
 from annotation import permissions
 from annotation.models import Project
+from core.errors import DomainError
 from experts.models import ExpertProfile, Role, User
 from experts.services import user_create
 

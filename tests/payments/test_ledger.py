@@ -8,7 +8,14 @@ from annotation.models import Assignment, Task
 from payments.ledger import earnings_sweep, ledger_post_earning, ledger_post_reversal
 from payments.models import LedgerEntry, Period
 from tests.payments.factories import (
-    T0, WEEK_END, WEEK_START, make_expert, make_paid_project, set_tier, submit, submit_and_post,
+    T0,
+    WEEK_END,
+    WEEK_START,
+    make_expert,
+    make_paid_project,
+    set_tier,
+    submit,
+    submit_and_post,
 )
 
 pytestmark = pytest.mark.django_db

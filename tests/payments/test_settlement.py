@@ -4,19 +4,31 @@ from decimal import Decimal
 
 import pytest
 
-from core.errors import Conflict, DomainError, NotFound
 from annotation.models import Assignment
+from core.errors import Conflict, DomainError, NotFound
 from payments.ledger import ledger_post_earning
 from payments.models import LedgerEntry, PaymentSettings, PayoutBatch, Period, Statement
 from payments.pricing import price_rule_create, tier_multiplier_create
 from payments.reconciliation import ledger_reconcile
 from payments.services import (
-    payout_batch_approve, payout_batch_mark_paid, period_close_now, periods_settle_due, statement_settle_period,
+    payout_batch_approve,
+    payout_batch_mark_paid,
+    period_close_now,
+    periods_settle_due,
+    statement_settle_period,
     submission_reject,
 )
 from tests.factories import AdminFactory, PMFactory
 from tests.payments.factories import (
-    T0, WEEK_END, WEEK_START, make_expert, make_paid_project, set_difficulty, set_tier, submit, submit_and_post,
+    T0,
+    WEEK_END,
+    WEEK_START,
+    make_expert,
+    make_paid_project,
+    set_difficulty,
+    set_tier,
+    submit,
+    submit_and_post,
 )
 
 pytestmark = pytest.mark.django_db

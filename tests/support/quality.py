@@ -4,8 +4,8 @@ import random
 
 from django.utils import timezone
 
-from annotation.exchange.golden import golden_import
 from annotation.calibration.services import calibration_answer, calibration_start
+from annotation.exchange.golden import golden_import
 from annotation.models import CalibrationAttempt, GoldenReference, Project, Task
 from annotation.selectors import rubric_items_for_task
 from annotation.services import project_add_member

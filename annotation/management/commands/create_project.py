@@ -1,9 +1,9 @@
 """`create_project NAME [--overlap N] [--pm USERNAME]`: prints the new project's id."""
 from django.core.management.base import BaseCommand, CommandError
 
-from core.errors import DomainError
 from annotation.models.project import OVERLAP
 from annotation.services import project_create
+from core.errors import DomainError
 from experts.models import Role, User
 
 
@@ -13,7 +13,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("name")
         parser.add_argument("--overlap", type=int, default=OVERLAP.default,
-                            help=f"distinct experts per task, {OVERLAP.low}..{OVERLAP.high} (default {OVERLAP.default})")
+                            help=f"distinct experts per task, {OVERLAP.low}..{OVERLAP.high} "
+                                 f"(default {OVERLAP.default})")
         parser.add_argument("--pm", metavar="USERNAME", default=None,
                             help="the project manager who manages the project")
 

@@ -1,6 +1,6 @@
 """`manage.py import_golden PROJECT FILE`: golden reference labels into a project, all or nothing."""
-from annotation.exchange.golden import golden_import
 from annotation.exchange.command import ImportCommand
+from annotation.exchange.golden import golden_import
 
 
 class Command(ImportCommand):

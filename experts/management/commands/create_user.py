@@ -1,7 +1,7 @@
 """`create_user --role expert|pm|admin --username U [--password P]`: prints the API token."""
-from core.errors import DomainError
 from django.core.management.base import BaseCommand, CommandError
 
+from core.errors import DomainError
 from experts.models import Role
 from experts.services import user_create
 

@@ -22,19 +22,11 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from annotation.models import Assignment, ItemConsensus, Label, Project, Question, Response, Task
+from core.admin import ReadOnlyAdmin
 
 
-class _ReadOnlyAdmin(admin.ModelAdmin):
+class _ReadOnlyAdmin(ReadOnlyAdmin):
     show_full_result_count = False
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
 
 
 @admin.register(Project)

@@ -12,6 +12,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from core.admin import ReadOnlyAdmin
 from core.errors import DomainError, error_message
 from payments.models import LedgerEntry, PaymentSettings, PayoutBatch, Period, PriceRule, Statement, TierMultiplier
 from payments.pricing import (
@@ -133,19 +134,8 @@ class PaymentSettingsAdmin(admin.ModelAdmin):
         obj.pk = saved.pk
 
 
-class _ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-
 @admin.register(LedgerEntry)
-class LedgerEntryAdmin(_ReadOnlyAdmin):
+class LedgerEntryAdmin(ReadOnlyAdmin):
     list_display = ("id", "posted_at", "kind", "project", "expert", "assignment", "amount", "currency", "period")
     list_filter = ("kind", "project", "currency")
     search_fields = ("idempotency_key", "expert__username")
@@ -155,19 +145,19 @@ class LedgerEntryAdmin(_ReadOnlyAdmin):
 
 
 @admin.register(Period)
-class PeriodAdmin(_ReadOnlyAdmin):
+class PeriodAdmin(ReadOnlyAdmin):
     list_display = ("id", "project", "starts_at", "ends_at", "status", "closed_at")
     list_filter = ("status", "project")
 
 
 @admin.register(Statement)
-class StatementAdmin(_ReadOnlyAdmin):
+class StatementAdmin(ReadOnlyAdmin):
     list_display = ("id", "period", "expert", "total", "carried_in", "payable", "carried_out", "currency")
     list_filter = ("project",)
     search_fields = ("expert__username",)
 
 
 @admin.register(PayoutBatch)
-class PayoutBatchAdmin(_ReadOnlyAdmin):
+class PayoutBatchAdmin(ReadOnlyAdmin):
     list_display = ("id", "project", "period", "total", "currency", "statement_count", "status", "paid_at")
     list_filter = ("status", "project")

@@ -8,9 +8,11 @@ own form with the user's input kept (a refused submission) catches the error its
 """
 from collections.abc import Callable
 
+from django.conf import settings
 from django.core.handlers.exception import response_for_exception
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import translation
 
 from core.errors import DomainError, NotFound, error_message, field_error_message
 
@@ -50,9 +52,6 @@ class ApiLanguageMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        from django.conf import settings
-        from django.utils import translation
-
         asked = "HTTP_ACCEPT_LANGUAGE" in request.META or settings.LANGUAGE_COOKIE_NAME in request.COOKIES
         if request.path.startswith("/api/") and not asked:
             translation.activate("en")

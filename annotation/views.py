@@ -21,6 +21,9 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from annotation.assignment.selectors import assignment_state, expert_work_for_projects
 from annotation.assignment.services import assignment_claim_next
+from annotation.exchange.jsonl import upload_read
+from annotation.exchange.questions import questions_import
+from annotation.exchange.responses import responses_import
 from annotation.models import Assignment, Draft, Project, Question, Response
 from annotation.quality.standing import HomeCard, expert_home_cards
 from annotation.selectors import (
@@ -305,10 +308,6 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
 @require_POST
 def project_import(request: HttpRequest, project_id: int, kind: str) -> HttpResponse:
     """Import a questions or responses JSONL into the project, all or nothing."""
-    from annotation.exchange.jsonl import upload_read
-    from annotation.exchange.questions import questions_import
-    from annotation.exchange.responses import responses_import
-
     project = project_get_for_user(request.user, project_id, manage=True)
     if kind not in IMPORT_KINDS:
         raise Http404

@@ -38,6 +38,8 @@ class ErrorCode(models.TextChoices):
     LEASE_LIMIT = "lease_limit", _("You already hold as many tasks as you may; finish the one you have first.")
     LEASE_LOST = "lease_lost", _("Your lease expired and the task went to another expert. Your marks stay "
                                  "on this page but can no longer be submitted.")
+    LEASE_RELEASED = "lease_released", _("You gave this task back (or left the project); your marks stay on "
+                                         "this page but can no longer be submitted.")
     ALREADY_SUBMITTED = "already_submitted", _("This task is already submitted; a submission is final.")
     INVALID_LABELS = "invalid_labels", ngettext_lazy(
         "%(count)d item has no mark yet or an invalid one; nothing was saved.",

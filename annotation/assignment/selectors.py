@@ -14,14 +14,17 @@ from django.db.models import Count, Q
 from annotation.models import Assignment, Project
 from experts.models import User
 
-AssignmentState = Literal["leased", "expired", "submitted"]
+AssignmentState = Literal["leased", "expired", "released", "submitted"]
 
 
 def assignment_state(assignment: Assignment, *, now: datetime) -> AssignmentState:
     """"leased" (the slot is the expert's), "expired" (a late submission counts only while the task has
-    room, see `assignment_revive`) or "submitted"."""
+    room, see `assignment_revive`), "released" (given back, skipped or ended when the expert left the
+    project: never submitted) or "submitted"."""
     if assignment.status == Assignment.Status.SUBMITTED:
         return "submitted"
+    if assignment.status == Assignment.Status.RELEASED:
+        return "released"
     if assignment.status == Assignment.Status.EXPIRED or assignment.expires_at <= now:
         return "expired"
     return "leased"

@@ -24,7 +24,7 @@ from annotation import permissions
 from annotation.assignment import matching
 from annotation.calibration.selectors import golden_task_ids_seen_in_calibration, golden_usable_tasks
 from annotation.calibration.services import calibration_check
-from annotation.lock_objects import task_lock, task_lock_or_skip
+from annotation.lock_objects import assignment_lock, task_lock, task_lock_or_skip
 from annotation.models import Assignment, Difficulty, Project, Task
 from annotation.selectors import ProjectAccess, rubric_version_current
 from core.errors import Conflict, Forbidden
@@ -191,6 +191,14 @@ def lease_extend(*, assignment: Assignment, now: datetime) -> None:
             expires_at=now + timedelta(seconds=timeout))
 
 
+def _slot_return(task: Task) -> None:
+    """One live lease of the (locked) task has ended: its slot is free again."""
+    task.live_count -= 1
+    if task.status == Task.Status.FULL:
+        task.status = Task.Status.OPEN
+    task.save(update_fields=["live_count", "status"])
+
+
 def leases_expire(*, now: datetime, project: Project | None = None, limit: int = EXPIRE_BATCH) -> int:
     """Expire overdue leases and return their slots to the pool; returns how many expired."""
     overdue = Assignment.objects.filter(status=Assignment.Status.LEASED, expires_at__lte=now)
@@ -206,14 +214,44 @@ def leases_expire(*, now: datetime, project: Project | None = None, limit: int =
                                                 expires_at__lte=now).update(status=Assignment.Status.EXPIRED)
             if not changed:
                 continue
-            task.live_count -= 1
-            if task.status == Task.Status.FULL:
-                task.status = Task.Status.OPEN
-            task.save(update_fields=["live_count", "status"])
+            _slot_return(task)
             expired += 1
     if expired:
         logger.info("leases expired", extra={"count": expired})
     return expired
+
+
+def lease_end(*, assignment: Assignment) -> bool:
+    """End a lease before its expiry: the slot returns to the pool at once and the assignment
+    becomes "released", which is never revived (the expert gave the task back, skipped it, or
+    left the project; the one-assignment-per-expert-and-task rule keeps the task from being
+    offered to them again). A lease that already expired is marked released too (its slot
+    was returned by the sweep, or is returned now). Their draft is kept.
+
+    Returns False when there was nothing to end (submitted, or already released). Waits
+    for the task's lock, so a concurrent submission of the same lease either lands first
+    (and this returns False) or finds the lease released.
+    """
+    with transaction.atomic():
+        task = task_lock(assignment.task_id)
+        current = assignment_lock(assignment.pk).status
+        if current not in (Assignment.Status.LEASED, Assignment.Status.EXPIRED):
+            return False
+        Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.RELEASED)
+        if current == Assignment.Status.LEASED:
+            _slot_return(task)
+        assignment.status = Assignment.Status.RELEASED
+    logger.info("lease ended", extra={"assignment_id": assignment.pk, "task_id": assignment.task_id})
+    return True
+
+
+def leases_end_for_expert(*, project: Project, expert: User) -> int:
+    """End every open lease (work and calibration) `expert` holds in `project`, as when they
+    leave it; returns how many ended. Each lease ends in its own transaction, in task order
+    (the lock order of `annotation.lock_objects`)."""
+    open_leases = (Assignment.objects.filter(expert=expert, task__project=project, status=Assignment.Status.LEASED)
+                   .order_by("task_id"))
+    return sum(lease_end(assignment=assignment) for assignment in open_leases)
 
 
 def assignment_revive(*, assignment: Assignment, task: Task, now: datetime) -> None:
@@ -234,4 +272,5 @@ def assignment_revive(*, assignment: Assignment, task: Task, now: datetime) -> N
     task.save(update_fields=["live_count", "status"])
 
 
-__all__ = ["assignment_claim_next", "assignment_revive", "lease_extend", "leases_expire", "task_lock"]
+__all__ = ["assignment_claim_next", "assignment_revive", "lease_end", "lease_extend", "leases_end_for_expert",
+           "leases_expire", "task_lock"]

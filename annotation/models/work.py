@@ -71,6 +71,9 @@ class Assignment(models.Model):
         LEASED = "leased", _("Leased")
         SUBMITTED = "submitted", _("Submitted")
         EXPIRED = "expired", _("Expired")
+        # Ended before it expired: the expert gave it back or skipped it, or left the
+        # project. Unlike an expired lease it is never revived for a late submission.
+        RELEASED = "released", _("Given back")
 
     class Kind(models.TextChoices):
         WORK = "work", _("Work")

@@ -16,6 +16,8 @@ from core.errors import Conflict, DomainError
 from experts.models import ExpertProfile, User
 
 MAX_NOTE_CHARS = 2000
+LEASE_RELEASED_TEXT = ("This task was given back (released, skipped, or you left the project); your draft is "
+                       "kept but cannot be submitted.")
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ def draft_save(*, expert: User, assignment_id, labels, notes=None, now: datetime
     assignment = assignment_get_for_expert(expert, assignment_id)
     if assignment.status == Assignment.Status.SUBMITTED:
         raise Conflict("This task is already submitted.", code="already_submitted")
+    if assignment.status == Assignment.Status.RELEASED:
+        raise Conflict(LEASE_RELEASED_TEXT, code="lease_released")
     keys = [i.item_key for i in rubric_items_for_task(assignment.task)]
     clean = labels_clean(labels or {}, keys, partial=True)
     clean_notes = _clean_notes(notes, keys)
@@ -81,6 +85,8 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
                 raise Conflict("This task was already submitted with other labels; a submission is final.",
                                code="already_submitted")
             return SubmitResult(assignment=assignment, created=False, task_complete=_reported_complete(task))
+        if assignment.status == Assignment.Status.RELEASED:
+            raise Conflict(LEASE_RELEASED_TEXT, code="lease_released")
         if assignment.status == Assignment.Status.EXPIRED:
             # A late submission is accepted while the task still has room (an overdue
             # lease that was not swept yet still holds its slot).

@@ -15,5 +15,6 @@ urlpatterns = [
     path("", include("annotation.calibration.urls")),
     path("", include("annotation.quality.urls")),
     path("", include("annotation.rubric_editing.urls")),
+    path("", include("annotation.guidelines.urls")),
     path("", include("annotation.dashboard.urls")),
 ]

@@ -118,6 +118,7 @@ class ItemRow:
     key: str
     position: int
     dimension: str
+    dimension_code: str  # its guidelines section is `dim-<code>` (rubrics.guidelines)
     category: str
     score_text: str
     tone: str  # "positive", "negative", "zero" or "gate"
@@ -145,6 +146,7 @@ def _item_rows(items: list[RubricItem], labels: dict[str, Any], notes: dict[str,
         value = labels.get(item.item_key)
         rows.append(ItemRow(
             key=item.item_key, position=item.position, dimension=item.dimension.display_name,
+            dimension_code=item.dimension.code,
             # A gate item's category is "gate" too; its badge already says so.
             category="" if tone == "gate" else Category(item.dimension.category).label,
             score_text=score_text, tone=tone,

@@ -80,6 +80,8 @@ class ErrorCode(models.TextChoices):
     ALREADY_PUBLISHED = "already_published", _("This version is already published.")
     EMPTY_VERSION = "empty_version", _("A version without rubric items cannot be published.")
     REASON_REQUIRED = "reason_required", _("Give a reason; it is recorded with the change.")
+    GUIDELINES_TOO_LONG = "guidelines_too_long", _(
+        "The guidelines are longer than %(max)s characters; nothing was saved.")
 
     # Judge runs.
     INVALID_RUN = "invalid_run", _("The judge run was not started; see the fields below.")

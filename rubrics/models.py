@@ -56,6 +56,9 @@ class RubricVersion(models.Model):
     number = models.PositiveIntegerField()
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.DRAFT)
     changelog = models.TextField(blank=True)
+    # Markdown for the experts (rendered by rubrics.guidelines); published with the items,
+    # so the database trigger that freezes a published version freezes its guidelines too.
+    guidelines = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     published_at = models.DateTimeField(null=True, blank=True)
 

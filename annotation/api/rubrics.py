@@ -16,6 +16,7 @@ from annotation.api.serializers import ErrorOut
 from annotation.models import Project
 from annotation.rubric_editing.services import (
     DraftView,
+    rubric_draft_guidelines_update,
     rubric_draft_item_add,
     rubric_draft_item_delete,
     rubric_draft_item_update,
@@ -27,6 +28,7 @@ from annotation.selectors import project_get_for_user
 from rubrics.models import RubricItem
 
 _REFUSED = OpenApiResponse(ErrorOut, description="The item needs attention (one entry per field); nothing was saved.")
+_GUIDELINES_REFUSED = OpenApiResponse(ErrorOut, description="The guidelines are too long; nothing was saved.")
 _PUBLISHED = OpenApiResponse(ErrorOut, description="The item belongs to a published version, which never changes.")
 
 
@@ -60,6 +62,10 @@ class DraftDiffOut(serializers.Serializer):
     removed = serializers.ListField(child=serializers.CharField(), help_text="item keys")
     changed = DraftItemChangeOut(many=True)
     changes_standard = serializers.BooleanField(help_text="publishing sends the project's experts back to calibration")
+    guidelines_changed = serializers.BooleanField(help_text="the draft's guidelines differ from the published ones")
+    guidelines_diff = serializers.ListField(
+        child=serializers.CharField(trim_whitespace=False),
+        help_text='the guidelines line diff, each line starting with "+ ", "- ", "  " (context) or "…" (lines skipped)')
 
 
 def _draft_body(view: DraftView) -> dict:
@@ -71,23 +77,29 @@ def _draft_body(view: DraftView) -> dict:
             "removed": [i.item_key for i in view.diff.removed],
             "changed": [{"item_key": c.after.item_key, "fields": list(c.fields)} for c in view.diff.changed],
             "changes_standard": view.diff.changes_standard,
+            "guidelines_changed": view.diff.guidelines_changed,
+            "guidelines_diff": [mark if mark == "…" else f"{mark} {line}" for mark, line in view.diff.guidelines],
         }
     items = []
     if view.draft is not None:
         items = RubricItem.objects.filter(version=view.draft).select_related("dimension")
     return {"draft": view.draft.number if view.draft else None,
             "published": view.published.number if view.published else None,
+            "guidelines": view.draft.guidelines if view.draft else None,
             "items": items, "diff": diff}
 
 
 class RubricDraftApi(APIView):
-    """GET: the draft version's items and its diff against the published version (draft null when
-    none exists). POST: start the draft as a copy of the published version (idempotent)."""
+    """GET: the draft version's items, guidelines and diff against the published version (draft null
+    when none exists). POST: start the draft as a copy of the published version (idempotent).
+    PATCH: replace the draft's guidelines (Markdown), starting the draft when there is none."""
 
     @extend_schema_serializer(component_name="RubricDraft")
     class OutputSerializer(serializers.Serializer):
         draft = serializers.IntegerField(allow_null=True, help_text="the draft's version number, null without one")
         published = serializers.IntegerField(allow_null=True, help_text="the newest published version number")
+        guidelines = serializers.CharField(allow_null=True, help_text="the draft's guidelines (Markdown), "
+                                                                      "null without a draft")
         items = DraftItemOut(many=True, help_text="the draft's items, empty without a draft")
         diff = DraftDiffOut(allow_null=True, help_text="the draft against the published version, null without a draft")
 
@@ -105,6 +117,20 @@ class RubricDraftApi(APIView):
         project = project_get_for_user(request.user, project_id, manage=True)
         rubric_draft_start(project=project)
         return self._answer(project, status.HTTP_201_CREATED)
+
+    @extend_schema_serializer(component_name="RubricGuidelinesIn")
+    class PatchInputSerializer(serializers.Serializer):
+        guidelines = serializers.CharField(allow_blank=True, trim_whitespace=False,
+                                           help_text="Markdown; raw HTML and images are not rendered")
+
+    @extend_schema(operation_id="rubric_draft_guidelines_update", request=PatchInputSerializer,
+                   responses={200: OutputSerializer, 400: _GUIDELINES_REFUSED, 404: _NOT_FOUND})
+    def patch(self, request: Request, project_id: int) -> Response:
+        project = project_get_for_user(request.user, project_id, manage=True)
+        body = self.PatchInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        rubric_draft_guidelines_update(project=project, guidelines=body.validated_data["guidelines"])
+        return self._answer(project)
 
 
 class RubricDraftItemsApi(APIView):

@@ -14,6 +14,7 @@ from pathlib import Path
 from django.db import transaction
 
 from annotation.models import Project, Question, Response, Task
+from annotation.rubric_editing.services import rubric_draft_guidelines_update, rubric_version_publish_by_number
 from annotation.services import project_add_member, project_create
 from experts.models import ExpertProfile, Role, Tier, User
 from experts.services import user_create
@@ -28,6 +29,9 @@ DEMO_PROJECT_DESCRIPTION = (
 DEMO_OVERLAP = 3
 QUESTIONS_FILE = Path(__file__).with_name("questions.jsonl")
 RESPONSES_FILE = Path(__file__).with_name("responses.jsonl")
+# Written for the demo, in Chinese, with a section per dimension (rubrics.guidelines).
+GUIDELINES_FILE = Path(__file__).with_name("guidelines.md")
+GUIDELINES_REASON = "加入标注指南"
 
 PM_PASSWORD = "rubrica-demo-pm"
 ADMIN_PASSWORD = "rubrica-demo-admin"
@@ -127,6 +131,11 @@ def demo_load(*, now: datetime) -> DemoLoadResult:
                                  description=DEMO_PROJECT_DESCRIPTION)
         questions_import(project=project, data=QUESTIONS_FILE.read_bytes(), now=now)
         responses_import(project=project, data=RESPONSES_FILE.read_bytes(), model=None, now=now)
+        # The import published v1 without guidelines; v2 adds them (the items stay as they are,
+        # so calibrations and tasks carry over).
+        draft = rubric_draft_guidelines_update(project=project,
+                                               guidelines=GUIDELINES_FILE.read_text(encoding="utf-8"))
+        rubric_version_publish_by_number(project=project, number=draft.number, reason=GUIDELINES_REASON, now=now)
     # Membership grants are idempotent, so they are (re)applied on every run: an expert
     # account made before the project still ends up in it.
     for status in statuses:

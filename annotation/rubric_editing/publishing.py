@@ -24,14 +24,16 @@ from rubrics.models import RubricItem, RubricVersion
 
 
 def rubric_draft_get_or_create(*, project: Project) -> RubricVersion:
-    """The project's draft version; a new one starts as a copy of the newest published version."""
+    """The project's draft version; a new one starts as a copy of the newest published version
+    (its items and its guidelines)."""
     draft = RubricVersion.objects.filter(rubric_id=project.rubric_id, status=RubricVersion.Status.DRAFT).first()
     if draft is not None:
         return draft
     last = RubricVersion.objects.filter(rubric_id=project.rubric_id).aggregate(n=Max("number"))["n"] or 0
-    draft = RubricVersion.objects.create(rubric_id=project.rubric_id, number=last + 1)
     published = (RubricVersion.objects.filter(rubric_id=project.rubric_id, status=RubricVersion.Status.PUBLISHED)
                  .order_by("-number").first())
+    draft = RubricVersion.objects.create(rubric_id=project.rubric_id, number=last + 1,
+                                         guidelines=published.guidelines if published is not None else "")
     if published is not None:
         RubricItem.objects.bulk_create(
             RubricItem(version=draft, question_ref=i.question_ref, position=i.position, item_key=i.item_key,
@@ -56,8 +58,9 @@ def rubric_version_publish(*, project: Project, version: RubricVersion, reason: 
     `RubricDiff.changes_standard`) every calibration of the project goes stale and, where
     calibration gates work (the project has a golden set), its experts are notified to
     calibrate again. A version that only adds new questions
-    (a question import) keeps calibrations valid. A draft identical to the published
-    version is refused.
+    (a question import) or only changes the guidelines keeps calibrations valid; the
+    guidelines are published with the items and frozen with them. A draft identical to
+    the published version (items and guidelines) is refused.
     """
     version = rubric_version_lock(version.pk)
     if version.rubric_id != project.rubric_id:

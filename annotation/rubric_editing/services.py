@@ -17,7 +17,9 @@ from annotation.models import Project, Question
 from annotation.rubric_editing.diff import RubricDiff, rubric_version_diff
 from annotation.rubric_editing.publishing import rubric_draft_get_or_create, rubric_version_publish
 from annotation.selectors import rubric_version_current
+from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError, NotFound
+from rubrics.guidelines import GUIDELINES_MAX
 from rubrics.models import Dimension, RubricItem, RubricVersion
 
 CONTENT_MAX = 4000
@@ -98,6 +100,26 @@ def rubric_draft_item_delete(*, project: Project, item_id) -> None:
     """Remove an item from the draft."""
     with transaction.atomic():
         _draft_item(project=project, item_id=item_id).delete()
+
+
+def rubric_draft_guidelines_update(*, project: Project, guidelines: str) -> RubricVersion:
+    """Replace the draft's guidelines (Markdown); the draft is started from the published version when missing.
+
+    Published versions keep theirs: only the draft is ever written (the database refuses the rest).
+    """
+    text = guidelines.replace("\r\n", "\n").strip("\n")
+    if len(text) > GUIDELINES_MAX:
+        raise DomainError(f"The guidelines are longer than {GUIDELINES_MAX} characters; nothing was saved.",
+                          code=ErrorCode.GUIDELINES_TOO_LONG, params={"max": GUIDELINES_MAX},
+                          errors=[{"field": "guidelines", "message": f"at most {GUIDELINES_MAX} characters",
+                                   "code": ErrorCode.TOO_LONG}])
+    with transaction.atomic():
+        project_imports_lock(project=project)
+        draft = rubric_draft_get_or_create(project=project)
+        if draft.guidelines != text:
+            draft.guidelines = text
+            draft.save(update_fields=["guidelines"])
+    return draft
 
 
 @dataclass(frozen=True)

@@ -10,5 +10,6 @@ urlpatterns = [
     path("projects/<int:project_id>/rubric/items/<int:item_id>/", views.rubric_item_edit, name="rubric_item_edit"),
     path("projects/<int:project_id>/rubric/items/<int:item_id>/delete/", views.rubric_item_delete,
          name="rubric_item_delete"),
+    path("projects/<int:project_id>/rubric/guidelines/", views.rubric_guidelines_save, name="rubric_guidelines_save"),
     path("projects/<int:project_id>/rubric/publish/", views.rubric_publish, name="rubric_publish"),
 ]

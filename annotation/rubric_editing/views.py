@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.models import Project, Question
 from annotation.rubric_editing.services import (
+    rubric_draft_guidelines_update,
     rubric_draft_item_add,
     rubric_draft_item_delete,
     rubric_draft_item_update,
@@ -24,6 +25,7 @@ from annotation.rubric_editing.services import (
 )
 from annotation.selectors import project_get_for_user
 from core.errors import DomainError, NotFound, error_message
+from rubrics.guidelines import GUIDELINES_MAX, dimension_anchor
 from rubrics.models import Dimension, RubricItem
 
 TEMPLATE = "annotation/rubric_editing/draft.html"
@@ -52,7 +54,9 @@ def _context(request: HttpRequest, project: Project, **extra: Any) -> dict[str, 
         "project": project, "view": view, "shown": shown, "page": page, "search": search,
         "selected": selected, "items": items, "changed_keys": changed_keys,
         "touched": view.diff.touched_questions if view.diff is not None else set(),
-        "dimensions": Dimension.objects.order_by("sort_order"), **extra,
+        "dimensions": Dimension.objects.order_by("sort_order"),
+        "guidelines_text": extra.pop("guidelines_text", shown.guidelines if shown is not None else ""),
+        "guidelines_max": GUIDELINES_MAX, "anchor_example": dimension_anchor("warmth"), **extra,
     }
 
 
@@ -83,8 +87,8 @@ def _item_fields(request: HttpRequest) -> dict[str, Any]:
             "dimension": request.POST.get("dimension", "")}
 
 
-def _refused(request: HttpRequest, project: Project, exc: DomainError) -> HttpResponse:
-    context = _context(request, project, error=error_message(exc), errors=exc.errors)
+def _refused(request: HttpRequest, project: Project, exc: DomainError, **extra: Any) -> HttpResponse:
+    context = _context(request, project, error=error_message(exc), errors=exc.errors, **extra)
     return render(request, TEMPLATE, context, status=UNPROCESSABLE)
 
 
@@ -129,6 +133,20 @@ def rubric_item_delete(request: HttpRequest, project_id: int, item_id: int) -> H
         return _refused(request, project, exc)
     messages.success(request, _("Item removed from the draft."))
     return redirect(_back(project, request.POST.get("question")))
+
+
+@login_required
+@require_POST
+def rubric_guidelines_save(request: HttpRequest, project_id: int) -> HttpResponse:
+    """Save the draft's guidelines (a draft is started when there is none); a refusal keeps the text typed."""
+    project = project_get_for_user(request.user, project_id, manage=True)
+    text = request.POST.get("guidelines", "")
+    try:
+        draft = rubric_draft_guidelines_update(project=project, guidelines=text)
+    except DomainError as exc:
+        return _refused(request, project, exc, guidelines_text=text)
+    messages.success(request, _("Guidelines saved in draft v%(n)s.") % {"n": draft.number})
+    return redirect(reverse("rubric_draft", args=[project.pk]) + "#guidelines-title")
 
 
 @login_required

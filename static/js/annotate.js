@@ -298,9 +298,9 @@
       setCurrent(current + 1);
     } else if (key === "k") {
       setCurrent(current - 1);
-    } else if (key === "g") {
+    } else if (key === "Home") {  // g is the guidelines panel (static/js/guidelines.js)
       setCurrent(0);
-    } else if (key === "G") {
+    } else if (key === "G" || key === "End") {
       setCurrent(items().length - 1);
     } else if (key === "h" || key === "1") {
       mark(1);

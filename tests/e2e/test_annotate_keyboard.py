@@ -75,7 +75,7 @@ def test_annotate_a_task_with_the_keyboard_alone(live_server, page, expert, arti
     expect(page.locator("#save-status")).to_have_attribute("data-state", "saved")
     shoot(page, artifacts / "annotate.png")
 
-    # j / k move, digits 2–9 jump, g and G go to the ends.
+    # j / k move, digits 2–9 jump, Home and G go to the ends.
     page.keyboard.press("k")
     expect(current_item(page)).to_have_id("item-5")
     page.keyboard.press("j")
@@ -84,7 +84,7 @@ def test_annotate_a_task_with_the_keyboard_alone(live_server, page, expert, arti
     expect(current_item(page)).to_have_id("item-3")
     page.keyboard.press("G")
     expect(current_item(page)).to_have_id(f"item-{total}")
-    page.keyboard.press("g")
+    page.keyboard.press("Home")
     expect(current_item(page)).to_have_id("item-1")
 
     # Enter with items left jumps to the first unmarked one and says how many are left.

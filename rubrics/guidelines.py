@@ -70,6 +70,13 @@ def _parser() -> MarkdownIt:
 def _keep_attribute(tag: str, name: str, value: str) -> str | None:
     if name == "id":
         return value if _ANCHOR.match(value) else None
+    if name == "href":
+        # A colon before the first / ? or # names a scheme. nh3 checks real schemes, but lets
+        # through what is no valid scheme (`java%EF%BF%BDscript:`) as a relative address;
+        # browsers would too, harmlessly, yet such a link is never what the author meant.
+        head = re.split(r"[/?#]", value, maxsplit=1)[0]
+        if ":" in head and head.split(":", 1)[0].lower() not in URL_SCHEMES:
+            return None
     return value
 
 

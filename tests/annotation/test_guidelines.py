@@ -352,5 +352,5 @@ def test_the_demo_project_has_chinese_guidelines_with_a_section_per_dimension(se
 
     rendered = guidelines_render(version.guidelines)
 
-    assert version.number == 2 and "标注指南" in version.guidelines
+    assert version.number == 2 and "## 温暖" in version.guidelines
     assert len(rendered.sections) == 16

@@ -58,7 +58,7 @@ class RubricVersion(models.Model):
     changelog = models.TextField(blank=True)
     # Markdown for the experts (rendered by rubrics.guidelines); published with the items,
     # so the database trigger that freezes a published version freezes its guidelines too.
-    guidelines = models.TextField(blank=True, default="")
+    guidelines = models.TextField(blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
     published_at = models.DateTimeField(null=True, blank=True)
 

@@ -49,7 +49,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="rubricversion",
             name="guidelines",
-            field=models.TextField(blank=True, default=""),
+            field=models.TextField(blank=True, default="", db_default=""),
         ),
         VendorSQL(postgresql=[], sqlite=SQLITE_TRIGGERS, reverse_postgresql=[], reverse_sqlite=SQLITE_DROP),
     ]

@@ -114,7 +114,10 @@ def test_load_demo_creates_accounts_project_and_open_tasks():
     assert Question.objects.filter(project=project).count() == 12
     assert Response.objects.filter(project=project).count() == 24
     assert Task.objects.filter(project=project, status=Task.Status.OPEN).count() == 24
-    assert RubricVersion.objects.get(rubric=project.rubric).is_published
+    # v1 from the question import, v2 adds the demo's guidelines; every task is on v2.
+    assert [(v.number, v.is_published, bool(v.guidelines)) for v in RubricVersion.objects.filter(
+        rubric=project.rubric).order_by("number")] == [(1, True, False), (2, True, True)]
+    assert set(Task.objects.filter(project=project).values_list("rubric_version__number", flat=True)) == {2}
     assert pm.role == Role.PM and permissions.can_manage(pm, project)
     assert admin.is_superuser and admin.is_staff and admin.role == Role.ADMIN
     assert all(permissions.can_annotate(e, project) for e in experts)

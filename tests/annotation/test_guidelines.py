@@ -354,3 +354,18 @@ def test_the_demo_project_has_chinese_guidelines_with_a_section_per_dimension(se
 
     assert version.number == 2 and "## 温暖" in version.guidelines
     assert len(rendered.sections) == 16
+
+
+def test_each_item_on_a_calibration_task_links_its_dimension_to_the_guidelines(client, pm):
+    project = make_golden_project(golden=12, regular=2, pm=pm, control_rate_pct=0)
+    rubric_draft_guidelines_update(project=project, guidelines=GUIDE)
+    _publish(project)
+    expert = ExpertFactory()
+    project_add_member(project=project, user=expert)
+    attempt = calibration_start(project=project, expert=expert, now=timezone.now())
+    client.force_login(expert)
+
+    page = client.get(reverse("calibration_task", args=[attempt.pk, 1])).content.decode()
+
+    links = re.findall(r'<a class="dim dim-link" href="([^"]+)"', page)
+    assert links and all(link.startswith(f"/projects/{project.pk}/guidelines/?version=2#dim-") for link in links)

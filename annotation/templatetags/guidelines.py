@@ -7,7 +7,7 @@ from django import template
 
 from annotation.models import Project
 from annotation.selectors import rubric_version_current
-from rubrics.guidelines import RenderedGuidelines, dimension_anchor, guidelines_render
+from rubrics.guidelines import RenderedGuidelines, guidelines_render
 from rubrics.models import RubricVersion
 
 register = template.Library()
@@ -23,9 +23,3 @@ def guidelines_of(version: RubricVersion | None) -> RenderedGuidelines:
 def guidelines_current(project: Project) -> RubricVersion | None:
     """The project's current published rubric version, whose guidelines calibration follows."""
     return rubric_version_current(project)
-
-
-@register.filter
-def dim_anchor(code: str) -> str:
-    """`#dim-<code>`: the fragment of a dimension's section in the guidelines."""
-    return f"#{dimension_anchor(code)}"

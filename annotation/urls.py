@@ -16,4 +16,5 @@ urlpatterns = [
     path("", include("annotation.quality.urls")),
     path("", include("annotation.rubric_editing.urls")),
     path("", include("annotation.dashboard.urls")),
+    path("", include("annotation.roster.urls")),
 ]

@@ -3,6 +3,8 @@
 `DELETE /projects/{id}/members/{member}/` names the member in the path (a user id, or a
 username), not in a body: many clients and proxies drop DELETE bodies.
 """
+from typing import cast
+
 from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
@@ -23,6 +25,13 @@ from annotation.roster.selectors import (
     member_rows_for_project,
 )
 from annotation.selectors import project_get_for_user
+from experts.models import User
+
+
+def _user(request) -> User:
+    """The signed-in account (the API authenticates every caller)."""
+    return cast(User, request.user)
+
 
 
 @extend_schema_serializer(component_name="MemberOut")
@@ -69,7 +78,7 @@ class MembersApi(APIView):
 
     @extend_schema(operation_id="members_list", responses={200: MemberOut(many=True), 404: NOT_FOUND})
     def get(self, request: Request, project_id: int) -> Response:
-        project = project_get_for_user(request.user, project_id, manage=True)
+        project = project_get_for_user(_user(request), project_id, manage=True)
         return Response(MemberOut(member_rows_for_project(project), many=True).data)
 
     @extend_schema(
@@ -79,11 +88,11 @@ class MembersApi(APIView):
                    400: OpenApiResponse(ErrorOut, description="No names given."), 404: NOT_FOUND},
     )
     def post(self, request: Request, project_id: int) -> Response:
-        project = project_get_for_user(request.user, project_id, manage=True)
+        project = project_get_for_user(_user(request), project_id, manage=True)
         body = self.InputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         report = services.members_add_lines(project=project, text="\n".join(body.validated_data["users"]),
-                                            by=request.user, via=MembershipEvent.Via.API, now=timezone.now())
+                                            by=_user(request), via=MembershipEvent.Via.API, now=timezone.now())
         return Response(LineOut(report, many=True).data)
 
 
@@ -100,9 +109,9 @@ class MemberApi(APIView):
         200: OutputSerializer, 404: NOT_FOUND,
         409: OpenApiResponse(ErrorOut, description="The last PM cannot remove themselves.")})
     def delete(self, request: Request, project_id: int, member: str) -> Response:
-        project = project_get_for_user(request.user, project_id, manage=True)
+        project = project_get_for_user(_user(request), project_id, manage=True)
         user = member_get_for_project(project, member)
-        removal = services.member_remove(project=project, user=user, by=request.user, via=MembershipEvent.Via.API,
+        removal = services.member_remove(project=project, user=user, by=_user(request), via=MembershipEvent.Via.API,
                                          now=timezone.now())
         return Response(self.OutputSerializer(removal).data)
 
@@ -139,18 +148,18 @@ class InvitationsApi(APIView):
 
     @extend_schema(operation_id="invitations_list", responses={200: InvitationOut(many=True), 404: NOT_FOUND})
     def get(self, request: Request, project_id: int) -> Response:
-        project = project_get_for_user(request.user, project_id, manage=True)
+        project = project_get_for_user(_user(request), project_id, manage=True)
         context = {"request": request, "now": timezone.now()}
         return Response(InvitationOut(invitation_list_for_project(project), many=True, context=context).data)
 
     @extend_schema(operation_id="invitations_create", request=InputSerializer,
                    responses={201: InvitationOut, 400: ErrorOut, 404: NOT_FOUND})
     def post(self, request: Request, project_id: int) -> Response:
-        project = project_get_for_user(request.user, project_id, manage=True)
+        project = project_get_for_user(_user(request), project_id, manage=True)
         body = self.InputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         now = timezone.now()
-        invitation = services.invitation_create(project=project, by=request.user, now=now, **body.validated_data)
+        invitation = services.invitation_create(project=project, by=_user(request), now=now, **body.validated_data)
         return Response(InvitationOut(invitation, context={"request": request, "now": now}).data,
                         status=status.HTTP_201_CREATED)
 
@@ -160,8 +169,8 @@ class InvitationRevokeApi(APIView):
 
     @extend_schema(operation_id="invitations_revoke", request=None, responses={200: InvitationOut, 404: NOT_FOUND})
     def post(self, request: Request, project_id: int, invitation_id: int) -> Response:
-        project = project_get_for_user(request.user, project_id, manage=True)
+        project = project_get_for_user(_user(request), project_id, manage=True)
         invitation = invitation_get_for_project(project, invitation_id)
         now = timezone.now()
-        services.invitation_revoke(invitation=invitation, by=request.user, now=now)
+        services.invitation_revoke(invitation=invitation, by=_user(request), now=now)
         return Response(InvitationOut(invitation, context={"request": request, "now": now}).data)

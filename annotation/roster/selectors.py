@@ -15,8 +15,10 @@ from experts.models import ExpertProfile, Role, User
 
 def project_member_users(project: Project) -> QuerySet[User]:
     """PMs who manage and experts who annotate in `project` (admins are never members)."""
-    holders = get_users_with_perms(project, only_with_perms_in=["manage_project", "annotate_project"],
-                                   with_group_users=False, with_superusers=False)
+    # Without attach_perms guardian returns a queryset (its stubs allow a dict too).
+    holders: QuerySet[User] = get_users_with_perms(  # type: ignore[assignment]
+        project, only_with_perms_in=["manage_project", "annotate_project"], with_group_users=False,
+        with_superusers=False)
     return User.objects.filter(pk__in=holders.values("pk"), role__in=[Role.PM, Role.EXPERT], is_superuser=False)
 
 
@@ -60,6 +62,7 @@ def member_rows_for_project(project: Project) -> list[MemberRow]:
         .order_by("role", "username")
     )
     added: dict[int, MembershipEvent] = {}
+    event: MembershipEvent | None
     for event in (MembershipEvent.objects.filter(project=project, action=MembershipEvent.Action.ADDED)
                   .select_related("by")):
         added.setdefault(event.user_id, event)  # newest first: the add that made them a member now

@@ -4,7 +4,7 @@ that lets a person join, signing up first when they have no account.
 Every view parses input, calls one service or selector and renders. A PM reaches only the
 projects they manage (another project's page, member or invitation gives 404); admins reach all.
 """
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import messages
 from django.contrib.auth import login
@@ -34,6 +34,7 @@ from core.confirm import Confirmation, confirmation_given, confirmation_page
 from core.error_codes import ErrorCode
 from core.errors import DomainError, NotFound, error_message, field_error_message
 from core.pages import render_page
+from experts.models import User
 
 MEMBERS = "annotation/roster/members.html"
 INVITE = "annotation/roster/invite.html"
@@ -42,6 +43,12 @@ UNPROCESSABLE = 422
 # Sign-ups through invitation links, per client address: at most this many attempts per window.
 SIGNUP_LIMIT = 10
 SIGNUP_WINDOW_S = 15 * 60
+
+
+def _user(request) -> User:
+    """The signed-in account (behind login_required)."""
+    return cast(User, request.user)
+
 
 
 def _members_context(request: HttpRequest, project: Project, **extra: Any) -> dict[str, Any]:
@@ -62,12 +69,12 @@ def _members_context(request: HttpRequest, project: Project, **extra: Any) -> di
 @require_http_methods(["GET", "POST"])
 def members(request: HttpRequest, project_id: int) -> HttpResponse:
     """The members of the project; a POST adds the usernames or emails given, one per line."""
-    project = project_get_for_user(request.user, project_id, manage=True)
+    project = project_get_for_user(_user(request), project_id, manage=True)
     if request.method == "GET":
         return render_page(request, MEMBERS, "roster", _members_context(request, project))
     text = request.POST.get("users", "")
     try:
-        report = services.members_add_lines(project=project, text=text, by=request.user,
+        report = services.members_add_lines(project=project, text=text, by=_user(request),
                                             via=MembershipEvent.Via.PAGE, now=timezone.now())
     except DomainError as exc:
         return render_page(request, MEMBERS, "roster", _members_context(
@@ -84,7 +91,7 @@ def members(request: HttpRequest, project_id: int) -> HttpResponse:
 @require_POST
 def member_remove(request: HttpRequest, project_id: int, user_id: int) -> HttpResponse:
     """Remove a member, after a confirmation that says what happens to their leases and work."""
-    project = project_get_for_user(request.user, project_id, manage=True)
+    project = project_get_for_user(_user(request), project_id, manage=True)
     member = member_get_for_project(project, user_id)
     back = reverse("members", args=[project.pk])
     if not confirmation_given(request):
@@ -104,7 +111,7 @@ def member_remove(request: HttpRequest, project_id: int, user_id: int) -> HttpRe
             title=_("Remove %(name)s from “%(project)s”?") % {"name": member.username, "project": project.name},
             consequences=consequences, action_url=request.path, cancel_url=back, confirm_label=_("Remove")))
     try:
-        removal = services.member_remove(project=project, user=member, by=request.user,
+        removal = services.member_remove(project=project, user=member, by=_user(request),
                                          via=MembershipEvent.Via.PAGE, now=timezone.now())
     except DomainError as exc:
         if isinstance(exc, NotFound):
@@ -122,7 +129,7 @@ def member_remove(request: HttpRequest, project_id: int, user_id: int) -> HttpRe
 
 def project_get_reachable(request: HttpRequest, project: Project) -> bool:
     try:
-        project_get_for_user(request.user, project.pk, manage=True)
+        project_get_for_user(_user(request), project.pk, manage=True)
     except NotFound:
         return False
     return True
@@ -131,10 +138,10 @@ def project_get_reachable(request: HttpRequest, project: Project) -> bool:
 @login_required
 @require_POST
 def invitation_create(request: HttpRequest, project_id: int) -> HttpResponse:
-    project = project_get_for_user(request.user, project_id, manage=True)
+    project = project_get_for_user(_user(request), project_id, manage=True)
     form = {k: request.POST.get(k, "") for k in ("role", "expires_in_days", "max_uses")}
     try:
-        invitation = services.invitation_create(project=project, by=request.user, now=timezone.now(), **form)
+        invitation = services.invitation_create(project=project, by=_user(request), now=timezone.now(), **form)
     except DomainError as exc:
         return render_page(request, MEMBERS, "roster", _members_context(
             request, project, invite_error=error_message(exc), invite_form=form), status=UNPROCESSABLE)
@@ -145,7 +152,7 @@ def invitation_create(request: HttpRequest, project_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def invitation_revoke(request: HttpRequest, project_id: int, invitation_id: int) -> HttpResponse:
-    project = project_get_for_user(request.user, project_id, manage=True)
+    project = project_get_for_user(_user(request), project_id, manage=True)
     invitation = invitation_get_for_project(project, invitation_id)
     back = reverse("members", args=[project.pk])
     if not confirmation_given(request):
@@ -161,7 +168,7 @@ def invitation_revoke(request: HttpRequest, project_id: int, invitation_id: int)
                          invitation.use_count) % {"count": invitation.use_count},
             ],
             action_url=request.path, cancel_url=back, confirm_label=_("Withdraw")))
-    services.invitation_revoke(invitation=invitation, by=request.user, now=timezone.now())
+    services.invitation_revoke(invitation=invitation, by=_user(request), now=timezone.now())
     messages.success(request, _("The invitation link was withdrawn."))
     return redirect(back)
 
@@ -216,7 +223,7 @@ def invite(request: HttpRequest, token: str) -> HttpResponse:
         return render(request, INVITE, context)
     if request.user.is_authenticated:
         try:
-            joined = services.invitation_accept(invitation=invitation, user=request.user, now=now)
+            joined = services.invitation_accept(invitation=invitation, user=_user(request), now=now)
         except NotFound as exc:
             return _invalid_page(request, exc)
         except DomainError as exc:
@@ -230,8 +237,8 @@ def invite(request: HttpRequest, token: str) -> HttpResponse:
     form = {k: request.POST.get(k, "") for k in ("username", "email")}
     context["form"] = form
     if _signup_throttled(request):
-        exc = DomainError("Too many sign-up attempts.", code=ErrorCode.TOO_MANY_SIGNUPS, status=429)
-        return render(request, INVITE, {**context, "error": error_message(exc)}, status=429)
+        throttled = DomainError("Too many sign-up attempts.", code=ErrorCode.TOO_MANY_SIGNUPS, status=429)
+        return render(request, INVITE, {**context, "error": error_message(throttled)}, status=429)
     try:
         user = services.invitation_sign_up(invitation=invitation, password=request.POST.get("password", ""),
                                            password2=request.POST.get("password2", ""), now=now, **form)

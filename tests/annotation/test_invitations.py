@@ -217,7 +217,7 @@ def test_another_projects_invitation_id_gives_404_to_a_pm(client, pm, project):
 @pytest.mark.django_db
 def test_sign_ups_are_throttled_per_client_address(client, pm, project):
     invitation = _invite(project, pm, max_uses=50)
-    for n in range(10):
+    for _ in range(10):
         client.post(_url(invitation), {**GOOD, "password2": "different-123"})
     response = client.post(_url(invitation), GOOD, **EN)
     assert response.status_code == 429

@@ -55,7 +55,7 @@ class MemberOut(serializers.Serializer):
         return [d.code for d in row.specialties]
 
     def get_languages(self, row) -> list[str]:
-        return [c for c in (row.profile.languages.split(",") if row.profile else []) if c]
+        return [c for c in (row.profile.languages.split(",") if row.profile else []) if c]  # codes, not names
 
 
 @extend_schema_serializer(component_name="MemberLineOut")

@@ -11,6 +11,7 @@ from annotation.models import Assignment, Invitation, MembershipEvent, Project
 from core.error_codes import ErrorCode
 from core.errors import NotFound
 from experts.models import ExpertProfile, Role, User
+from experts.services import PROFILE_LANGUAGES
 
 
 def project_member_users(project: Project) -> QuerySet[User]:
@@ -41,6 +42,7 @@ class MemberRow:
     user: User
     profile: ExpertProfile | None
     specialties: list
+    languages: list[str]
     open_leases: int
     submitted: int
     added_at: datetime | None
@@ -66,12 +68,14 @@ def member_rows_for_project(project: Project) -> list[MemberRow]:
     for event in (MembershipEvent.objects.filter(project=project, action=MembershipEvent.Action.ADDED)
                   .select_related("by")):
         added.setdefault(event.user_id, event)  # newest first: the add that made them a member now
+    names = dict(PROFILE_LANGUAGES)
     rows = []
     for user in users:
         profile = getattr(user, "expert_profile", None) if user.is_expert else None
         event = added.get(user.pk)
         rows.append(MemberRow(
             user=user, profile=profile, specialties=list(profile.specialties.all()) if profile else [],
+            languages=[names.get(code, code) for code in profile.languages.split(",") if code] if profile else [],
             open_leases=user.open_leases, submitted=user.submitted,
             added_at=event.at if event else None, added_by=event.by if event else None))
     return rows

@@ -97,12 +97,15 @@ def member_remove(request: HttpRequest, project_id: int, user_id: int) -> HttpRe
     if not confirmation_given(request):
         leases, submitted = services.member_removal_counts(project=project, user=member)
         consequences = [_("%(name)s can no longer open this project.") % {"name": member.username}]
-        if member.is_expert:
+        if member.is_expert and not leases:
+            consequences.append(_("They hold no open lease now."))
+        elif member.is_expert:
             consequences.append(ngettext(
                 "%(count)d open lease ends now and its slot returns to the pool; the draft is kept but cannot "
                 "be submitted.",
                 "%(count)d open leases end now and their slots return to the pool; drafts are kept but cannot "
                 "be submitted.", leases) % {"count": leases})
+        if member.is_expert:
             consequences.append(ngettext(
                 "%(count)d submitted task and its pay stay.", "%(count)d submitted tasks and their pay stay.",
                 submitted) % {"count": submitted})

@@ -221,7 +221,8 @@ def invitation_check(invitation: Invitation, *, now: datetime) -> None:
         raise NotFound("This invitation has been used up.", code=ErrorCode.INVITATION_USED_UP)
 
 
-def _role_check(invitation: Invitation, user: User) -> None:
+def invitation_role_check(invitation: Invitation, user: User) -> None:
+    """Raise DomainError (403) when the account's role is not the one the invitation is for."""
     if user.role == invitation.role and not user.is_platform_admin:
         return
     code = ErrorCode.INVITATION_FOR_PMS if invitation.role == Role.PM else ErrorCode.INVITATION_FOR_EXPERTS
@@ -237,7 +238,7 @@ def invitation_accept(*, invitation: Invitation, user: User, now: datetime) -> b
     """
     locked = lock_objects.invitation_lock(invitation.pk)
     invitation_check(locked, now=now)
-    _role_check(locked, user)
+    invitation_role_check(locked, user)
     if permissions.is_member(user, locked.project):
         return False
     locked.use_count += 1

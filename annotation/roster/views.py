@@ -223,6 +223,11 @@ def invite(request: HttpRequest, token: str) -> HttpResponse:
         return _invalid_page(request, exc)
     context: dict[str, Any] = {"invitation": invitation, "project": invitation.project, "form": {}, "errors": {}}
     if request.method == "GET":
+        if request.user.is_authenticated:
+            try:
+                services.invitation_role_check(invitation, _user(request))
+            except DomainError as exc:
+                context.update(error=error_message(exc), wrong_role=True)
         return render(request, INVITE, context)
     if request.user.is_authenticated:
         try:

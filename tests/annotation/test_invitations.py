@@ -284,3 +284,13 @@ def test_two_people_racing_for_the_last_use_cannot_both_join():
     assert sum(permissions.can_annotate(u, project) for u in racers) == 1
     invitation.refresh_from_db()
     assert invitation.use_count == 1
+
+
+@pytest.mark.django_db
+def test_opening_a_link_with_the_wrong_kind_of_account_says_so_before_any_click(client, pm, project):
+    client.force_login(PMFactory())
+    page = client.get(_url(_invite(project, pm)), **EN)
+    text = page.content.decode()
+    assert page.status_code == 200
+    assert "This invitation is for experts" in text
+    assert "Join the project" not in text

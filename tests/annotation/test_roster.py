@@ -312,3 +312,12 @@ def test_member_commands_name_an_unknown_project_or_user(project):
         call_command("remove_member", str(project.pk), "known")
     with pytest.raises(CommandError):
         call_command("add_member", str(project.pk), AdminFactory().username)
+
+
+def test_admins_see_the_membership_history_in_the_django_admin_and_cannot_change_it(client, admin_user, pm,
+                                                                                      project):
+    member_add(project=project, user=ExpertFactory(), by=pm, via="page", now=timezone.now())
+    client.force_login(admin_user)
+    assert client.get(reverse("admin:annotation_membershipevent_changelist")).status_code == 200
+    assert client.get(reverse("admin:annotation_membershipevent_add")).status_code == 403
+    assert client.get(reverse("admin:annotation_invitation_changelist")).status_code == 200

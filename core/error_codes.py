@@ -58,6 +58,8 @@ class ErrorCode(models.TextChoices):
         "creates those) and open the link again.")
     INVITATION_EXPIRY = "invitation_expiry", _("An invitation is valid for 1 to %(max)s days.")
     INVITATION_MAX_USES = "invitation_max_uses", _("An invitation can be used 1 to %(max)s times.")
+    INVALID_USERNAME = "invalid_username", _(
+        "A username has at most 150 letters, digits and the characters @ . + - _ (no spaces).")
     INVALID_EMAIL = "invalid_email", _("Enter a valid email address.")
     DUPLICATE_EMAIL = "duplicate_email", _("An account with this email address already exists; sign in "
                                            "with it instead.")

@@ -265,6 +265,14 @@ def invitation_sign_up(*, invitation: Invitation, username: str, email: str, pas
     if locked.role != Role.EXPERT:
         raise DomainError("A PM invitation needs an existing PM account.", code=ErrorCode.INVITATION_FOR_PMS,
                           status=403)
+    username = (username or "").strip()
+    if username:
+        try:
+            User.username_validator(username)
+            if len(username) > 150:
+                raise ValidationError("too long")
+        except ValidationError:
+            raise _signup_error("username", ErrorCode.INVALID_USERNAME, "Not a valid username.") from None
     email = (email or "").strip()
     try:
         validate_email(email)

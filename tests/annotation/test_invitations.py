@@ -94,6 +94,8 @@ def test_signing_up_through_a_link_creates_an_expert_with_a_profile_joins_and_op
     ({"password2": "something-else-9"}, "The two passwords are not the same."),
     ({"email": "not-an-email"}, "Enter a valid email address."),
     ({"username": ""}, "This field is required."),
+    ({"username": "two words"}, "no spaces"),
+    ({"username": "x" * 151}, "no spaces"),
 ])
 def test_a_bad_sign_up_is_refused_with_a_message_and_writes_nothing(client, pm, project, change, message):
     invitation = _invite(project, pm)

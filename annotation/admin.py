@@ -21,7 +21,17 @@ number would cast every row.
 from django.contrib import admin
 from django.http import HttpRequest
 
-from annotation.models import Assignment, ItemConsensus, Label, Project, Question, Response, Task
+from annotation.models import (
+    Assignment,
+    Invitation,
+    ItemConsensus,
+    Label,
+    MembershipEvent,
+    Project,
+    Question,
+    Response,
+    Task,
+)
 from core.admin import ReadOnlyAdmin
 
 
@@ -130,3 +140,24 @@ class ItemConsensusAdmin(_ReadOnlyAdmin):
     list_select_related = ("task", "rubric_item__dimension")
     search_fields = ("rubric_item__item_key",)
     raw_id_fields = ("task", "rubric_item")
+
+
+# The roster's records: membership changes are history (append-only) and invitations are made and
+# withdrawn on the project's Members page, which records who did it; the admin only shows them.
+@admin.register(MembershipEvent)
+class MembershipEventAdmin(_ReadOnlyAdmin):
+    list_display = ("at", "project", "user", "role", "action", "by", "via")
+    list_filter = ("action", "via", "role")
+    list_select_related = ("project", "user", "by")
+    search_fields = ("user__username", "project__name")
+    raw_id_fields = ("project", "user", "by")
+
+
+@admin.register(Invitation)
+class InvitationAdmin(_ReadOnlyAdmin):
+    list_display = ("id", "project", "role", "use_count", "max_uses", "expires_at", "revoked_at", "created_by")
+    list_filter = ("role",)
+    list_select_related = ("project", "created_by")
+    search_fields = ("project__name",)
+    exclude = ("token",)  # the link is a credential: shown to the project's PMs, not in the admin
+    raw_id_fields = ("project", "created_by", "revoked_by")

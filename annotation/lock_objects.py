@@ -20,11 +20,21 @@ for the network (judge requests run between two short transactions).
 Apart from that chain, each on its own and never inside it:
 
 * `CalibrationAttempt` (`calibration_attempt_lock`) before writing its answers;
-* `JudgeRun` (`judge_run_lock`), then `JudgeTaskResult` rows (`judge_result_lock`).
+* `JudgeRun` (`judge_run_lock`), then `JudgeTaskResult` rows (`judge_result_lock`);
+* `Invitation` (`invitation_lock`) while a use is counted and the member added (no other
+  lock is held then; ending a removed member's leases runs after, through the chain above).
 
 Money has its own list in `payments.lock_objects`; ledger posting holds no lock of this app.
 """
-from annotation.models import Assignment, CalibrationAttempt, JudgeRun, JudgeTaskResult, Project, Task
+from annotation.models import (
+    Assignment,
+    CalibrationAttempt,
+    Invitation,
+    JudgeRun,
+    JudgeTaskResult,
+    Project,
+    Task,
+)
 from experts.models import ExpertProfile
 from rubrics.models import Rubric, RubricVersion
 
@@ -70,3 +80,7 @@ def judge_run_lock(run_id: int) -> JudgeRun | None:
 def judge_result_lock(result_id: int) -> JudgeTaskResult | None:
     return (JudgeTaskResult.objects.select_for_update(of=("self",))
             .select_related("run", "task__response__question").filter(pk=result_id).first())
+
+
+def invitation_lock(invitation_id: int) -> Invitation:
+    return Invitation.objects.select_for_update(of=("self",)).select_related("project").get(pk=invitation_id)

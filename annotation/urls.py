@@ -17,4 +17,5 @@ urlpatterns = [
     path("", include("annotation.rubric_editing.urls")),
     path("", include("annotation.guidelines.urls")),
     path("", include("annotation.dashboard.urls")),
+    path("", include("annotation.roster.urls")),
 ]

@@ -12,6 +12,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("annotation.api.urls")),
     path("accounts/", include(experts_urls.account_urlpatterns)),
+    path("me/", include(experts_urls.me_urlpatterns)),
     path("notifications/", include(experts_urls.notification_urlpatterns)),
     path("payments/", include("payments.urls")),
     path("", include("annotation.urls")),

@@ -34,6 +34,42 @@ class ErrorCode(models.TextChoices):
     NO_PROFILE = "no_profile", _("Your account has no expert profile yet; ask an administrator.")
     PAUSED = "paused", _("Your expert account is paused; contact the project manager.")
 
+    # The roster and invitations.
+    USER_UNKNOWN = "user_unknown", _("No account has the username or email %(name)s.")
+    MEMBER_UNKNOWN = "member_unknown", _("%(name)s is not a member of this project.")
+    MEMBER_ADMIN = "member_admin", _("%(name)s is an administrator and reaches every project already; "
+                                     "administrators are not added as members.")
+    LAST_PM = "last_pm", _("You are the last project manager of this project. Add another project manager "
+                           "first, or ask an administrator to remove you.")
+    INVITATION_INVALID = "invitation_invalid", _(
+        "This invitation link is not valid. Check that you copied the whole link, or ask your project "
+        "manager for a new one.")
+    INVITATION_EXPIRED = "invitation_expired", _(
+        "This invitation link has expired. Ask your project manager for a new one.")
+    INVITATION_REVOKED = "invitation_revoked", _(
+        "This invitation link was withdrawn by the project manager. Ask them for a new one.")
+    INVITATION_USED_UP = "invitation_used_up", _(
+        "This invitation link has been used as many times as it allows. Ask your project manager for a new one.")
+    INVITATION_FOR_EXPERTS = "invitation_for_experts", _(
+        "This invitation is for experts, and you are signed in with another kind of account. Sign out "
+        "and open the link again to create an expert account.")
+    INVITATION_FOR_PMS = "invitation_for_pms", _(
+        "This invitation is for project managers. Sign in with a project manager account (an administrator "
+        "creates those) and open the link again.")
+    INVITATION_EXPIRY = "invitation_expiry", _("An invitation is valid for 1 to %(max)s days.")
+    INVITATION_MAX_USES = "invitation_max_uses", _("An invitation can be used 1 to %(max)s times.")
+    INVALID_USERNAME = "invalid_username", _(
+        "A username has at most 150 letters, digits and the characters @ . + - _ (no spaces).")
+    INVALID_EMAIL = "invalid_email", _("Enter a valid email address.")
+    DUPLICATE_EMAIL = "duplicate_email", _("An account with this email address already exists; sign in "
+                                           "with it instead.")
+    PASSWORD_MISMATCH = "password_mismatch", _("The two passwords are not the same.")
+    TOO_MANY_SIGNUPS = "too_many_signups", _("Too many sign-up attempts from your network; try again in a "
+                                             "few minutes.")
+    WEEKLY_CAPACITY = "weekly_capacity", _("Weekly capacity is a whole number of tasks from %(low)s to %(high)s.")
+    UNKNOWN_LANGUAGE = "unknown_language", _("Unknown language: %(value)s.")
+    UNKNOWN_DIMENSION = "unknown_dimension", _("Unknown specialty; choose from the list.")
+
     # The expert's loop.
     LEASE_LIMIT = "lease_limit", _("You already hold as many tasks as you may; finish the one you have first.")
     LEASE_LOST = "lease_lost", _("Your lease expired and the task went to another expert. Your marks stay "

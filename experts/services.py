@@ -13,6 +13,7 @@ from rest_framework.authtoken.models import Token
 from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError
 from experts.models import ExpertProfile, Role, User
+from rubrics.models import Dimension
 
 # Long enough that a generated password is never the weak point; the account is then
 # reached through its API token until someone sets a password of their choosing.
@@ -73,3 +74,59 @@ def user_create(*, username: str, role: str, password: str | None = None,
 def _username_taken(username: str) -> Conflict:
     return Conflict(f"The username {username!r} is already taken.", code=ErrorCode.DUPLICATE_USERNAME,
                     params={"username": repr(username)})
+
+
+# --- The expert's own profile ---------------------------------------------------------------
+
+# Languages an expert can judge in, by their own names (not translated: a reader finds theirs).
+PROFILE_LANGUAGES = (("zh", "中文"), ("yue", "粤语"), ("en", "English"), ("ja", "日本語"), ("ko", "한국어"),
+                     ("fr", "Français"), ("de", "Deutsch"), ("es", "Español"))
+WEEKLY_CAPACITY_LOW, WEEKLY_CAPACITY_HIGH = 1, 1000
+
+
+def _profile_error(field: str, code: str, message: str, params: dict | None = None) -> DomainError:
+    params = params or {}
+    return DomainError(message, code=code, params=params,
+                       errors=[{"field": field, "message": message, "code": code, "params": params}])
+
+
+@transaction.atomic
+def expert_profile_update(*, profile: ExpertProfile, credentials: str, specialty_ids: list[str],
+                          languages: list[str], weekly_capacity: str | int) -> ExpertProfile:
+    """Save what an expert says about themselves; a bad field changes nothing.
+
+    Credentials are free text (at most 200 characters), specialties are dimensions of the
+    rubric taxonomy, languages come from `PROFILE_LANGUAGES`, weekly capacity is a number of
+    tasks from WEEKLY_CAPACITY_LOW to WEEKLY_CAPACITY_HIGH.
+    """
+    credentials = " ".join((credentials or "").split())
+    max_length = ExpertProfile._meta.get_field("credentials").max_length or 200
+    if len(credentials) > max_length:
+        raise _profile_error("credentials", ErrorCode.TOO_LONG, f"At most {max_length} characters.")
+    known = {code for code, _name in PROFILE_LANGUAGES}
+    chosen = [code for code, _name in PROFILE_LANGUAGES if code in set(languages)]
+    unknown = [code for code in languages if code not in known]
+    if unknown:
+        raise _profile_error("languages", ErrorCode.UNKNOWN_LANGUAGE, f"Unknown language {unknown[0]!r}.",
+                             {"value": unknown[0][:20]})
+    try:
+        capacity = int(str(weekly_capacity).strip())
+    except (TypeError, ValueError):
+        capacity = WEEKLY_CAPACITY_LOW - 1
+    if not WEEKLY_CAPACITY_LOW <= capacity <= WEEKLY_CAPACITY_HIGH:
+        raise _profile_error("weekly_capacity", ErrorCode.WEEKLY_CAPACITY,
+                             f"Weekly capacity must be {WEEKLY_CAPACITY_LOW}..{WEEKLY_CAPACITY_HIGH}.",
+                             {"low": WEEKLY_CAPACITY_LOW, "high": WEEKLY_CAPACITY_HIGH})
+    try:
+        ids = {int(i) for i in specialty_ids}
+    except (TypeError, ValueError):
+        ids = {-1}
+    dimensions = list(Dimension.objects.filter(pk__in=ids, is_gate=False))
+    if len(dimensions) != len(ids):
+        raise _profile_error("specialties", ErrorCode.UNKNOWN_DIMENSION, "Unknown specialty.")
+    profile.credentials = credentials
+    profile.languages = ",".join(chosen)
+    profile.weekly_capacity = capacity
+    profile.save(update_fields=["credentials", "languages", "weekly_capacity"])
+    profile.specialties.set(dimensions)
+    return profile

@@ -10,6 +10,11 @@ account_urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]
 
+# Mounted at me/ (beside annotation's me/portrait/): the signed-in expert's own pages.
+me_urlpatterns = [
+    path("profile/", views.my_profile, name="my_profile"),
+]
+
 notification_urlpatterns = [
     path("", views.notifications, name="notifications"),
     path("read/", views.notifications_read, name="notifications_read"),

@@ -11,11 +11,18 @@ from annotation.api.exchange import (
     ResponsesImportApi,
 )
 from annotation.api.judging import JudgeRunProgressApi
+from annotation.api.members import InvitationRevokeApi, InvitationsApi, MemberApi, MembersApi
 from annotation.api.projects import ProjectCreateApi
 from annotation.api.work import AssignmentDetailApi, DraftApi, NextTaskApi, SubmitApi
 
 urlpatterns = [
     path("projects/", ProjectCreateApi.as_view(), name="api-project-create"),
+    # The roster.
+    path("projects/<int:project_id>/members/", MembersApi.as_view(), name="api-members"),
+    path("projects/<int:project_id>/members/<str:member>/", MemberApi.as_view(), name="api-member"),
+    path("projects/<int:project_id>/invitations/", InvitationsApi.as_view(), name="api-invitations"),
+    path("projects/<int:project_id>/invitations/<int:invitation_id>/revoke/", InvitationRevokeApi.as_view(),
+         name="api-invitation-revoke"),
     # The expert's loop.
     path("projects/<int:project_id>/next-task/", NextTaskApi.as_view(), name="api-next-task"),
     path("assignments/<int:assignment_id>/", AssignmentDetailApi.as_view(), name="api-assignment"),

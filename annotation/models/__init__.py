@@ -2,6 +2,7 @@
 from .judging import AgreementReport, JudgeLabel, JudgeRun, JudgeTaskResult
 from .project import Difficulty, Project, Question, Response
 from .quality import CalibrationAnswer, CalibrationAttempt, CalibrationTask, ControlResult, GoldenReference
+from .roster import Invitation, MembershipEvent
 from .work import Assignment, Draft, IdempotencyRecord, ItemConsensus, Label, Task
 
 __all__ = [
@@ -18,8 +19,10 @@ __all__ = [
     "Difficulty",
     "Draft",
     "IdempotencyRecord",
+    "Invitation",
     "ItemConsensus",
     "Label",
+    "MembershipEvent",
     "Project",
     "Question",
     "Response",

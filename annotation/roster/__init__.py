@@ -1,0 +1,1 @@
+"""The project roster: members (guardian permissions plus their history) and invitation links."""

@@ -2,6 +2,7 @@
 from .judging import AgreementReport, JudgeLabel, JudgeRun, JudgeTaskResult
 from .project import Difficulty, Project, Question, Response
 from .quality import CalibrationAnswer, CalibrationAttempt, CalibrationTask, ControlResult, GoldenReference
+from .skips import CalibrationDraft, TaskSkip
 from .work import Assignment, Draft, IdempotencyRecord, ItemConsensus, Label, Task
 
 __all__ = [
@@ -12,6 +13,7 @@ __all__ = [
     "Assignment",
     "CalibrationAnswer",
     "CalibrationAttempt",
+    "CalibrationDraft",
     "CalibrationTask",
     "ControlResult",
     "GoldenReference",
@@ -24,4 +26,5 @@ __all__ = [
     "Question",
     "Response",
     "Task",
+    "TaskSkip",
 ]

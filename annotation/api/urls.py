@@ -58,6 +58,8 @@ urlpatterns = [
          name="api-calibration-attempt"),
     path("calibration/<int:attempt_id>/tasks/<int:position>/", calibration.CalibrationTaskApi.as_view(),
          name="api-calibration-task"),
+    path("calibration/<int:attempt_id>/tasks/<int:position>/draft/", calibration.CalibrationDraftApi.as_view(),
+         name="api-calibration-draft"),
     path("projects/<int:project_id>/quality-settings/", quality.QualitySettingsApi.as_view(),
          name="api-quality-settings"),
     path("me/portrait/", quality.MyPortraitApi.as_view(), name="api-my-portrait"),

@@ -387,7 +387,7 @@
 
   function keepWorking() {
     var button = byId("lease-extend");
-    if (button && window.htmx) window.htmx.trigger(button, "click");
+    if (button) button.click();
   }
 
   function openDialog(id) {
@@ -449,6 +449,11 @@
     var input = event.target;
     if (!input.classList || !input.classList.contains("toggle-input") || !input.closest("#annotate-form")) return;
     afterMark(input.closest(".item"));
+  });
+
+  // A submitted form carries every mark: a pending autosave would only race it.
+  document.addEventListener("submit", function (event) {
+    if (event.target === form()) { window.clearTimeout(saveTimer); saveTimer = null; }
   });
 
   document.addEventListener("input", function (event) {

@@ -121,7 +121,7 @@ def test_calibrate_a_whole_attempt_with_the_keyboard_alone(live_server, page, ca
         attempt_id, position = int(match.group(1)), int(match.group(2))
         keys = _keys_for(attempt_id, position)
         if position == 2:
-            # Halfway through a task, a reload keeps the autosaved marks and a note.
+            # Halfway through a task (item 1 marked, a note on item 2), a reload keeps both.
             page.keyboard.press(keys[0])
             page.keyboard.press("n")
             page.keyboard.type("参考语境判断")
@@ -129,7 +129,7 @@ def test_calibrate_a_whole_attempt_with_the_keyboard_alone(live_server, page, ca
             expect(page.locator("#save-status")).to_have_attribute("data-state", "saved")
             page.reload()
             expect(page.locator("#item-1")).to_have_attribute("data-value", "1" if keys[0] == "h" else "0")
-            expect(page.locator("#c-item-1-note")).to_have_value("参考语境判断")
+            expect(page.locator("#c-item-2-note")).to_have_value("参考语境判断")
             expect(page.locator("#progress-done")).to_have_text("1")
             expect(page.locator("#item-2")).to_have_class(re.compile(r"\bis-current\b"))
             shoot(page, artifacts / "controls-calibration-task.png")

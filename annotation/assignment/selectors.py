@@ -19,7 +19,7 @@ from rubrics.models import RubricVersion
 
 def difficulties_for(*, project: Project, tier: str) -> list[str]:
     """The question difficulties an expert of `tier` takes in `project` (hard needs `project.hard_min_tier`)."""
-    allowed = [Difficulty.NORMAL]
+    allowed: list[str] = [Difficulty.NORMAL]
     if tier_rank(tier) >= tier_rank(project.hard_min_tier):
         allowed.append(Difficulty.HARD)
     return allowed

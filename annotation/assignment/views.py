@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
 
 from annotation.assignment.controls import assignment_extend, assignment_release, assignment_skip
 from annotation.assignment.selectors import (
@@ -27,6 +28,7 @@ from annotation.models import Assignment, TaskSkip
 from annotation.selectors import assignment_get_for_expert, project_get_for_user
 from core.errors import DomainError, NotFound, error_message
 from core.pages import render_page
+from experts.models import User
 
 ANNOTATE = "annotation/annotate.html"
 HISTORY = "annotation/history.html"
@@ -35,11 +37,18 @@ UNPROCESSABLE = 422
 HISTORY_PAGE_SIZE = 25
 
 
-def _go(request: HttpRequest, url: str) -> HttpResponse:
+class SignedInRequest(HttpRequest):
+    """A request behind `login_required` and django-htmx's middleware, as these views see it."""
+
+    user: User  # type: ignore[assignment]
+    htmx: HtmxDetails
+
+
+def _go(request: SignedInRequest, url: str) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
-def _after_giving_back(request: HttpRequest, assignment: Assignment, text: str) -> HttpResponse:
+def _after_giving_back(request: SignedInRequest, assignment: Assignment, text: str) -> HttpResponse:
     """Back to the home page, where "next task" (with the count of tasks left) is one key away."""
     messages.success(request, text)
     return _go(request, reverse("home"))
@@ -47,7 +56,7 @@ def _after_giving_back(request: HttpRequest, assignment: Assignment, text: str) 
 
 @login_required
 @require_POST
-def extend_view(request: HttpRequest, assignment_id: int) -> HttpResponse:
+def extend_view(request: SignedInRequest, assignment_id: int) -> HttpResponse:
     """Keep working: the lease runs a full timeout again; htmx gets the refreshed countdown."""
     now = timezone.now()
     try:
@@ -72,7 +81,7 @@ def extend_view(request: HttpRequest, assignment_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def release_view(request: HttpRequest, assignment_id: int) -> HttpResponse:
+def release_view(request: SignedInRequest, assignment_id: int) -> HttpResponse:
     """Give the task back: the slot returns to the pool, the task is not offered to this expert again."""
     try:
         assignment = assignment_release(expert=request.user, assignment_id=assignment_id)
@@ -86,12 +95,12 @@ def release_view(request: HttpRequest, assignment_id: int) -> HttpResponse:
 
 def skip_reasons() -> list[tuple[int, str, str]]:
     """(key, value, label) of each skip reason, in the order the dialog numbers them."""
-    return [(n, value, label) for n, (value, label) in enumerate(TaskSkip.Reason.choices, 1)]
+    return [(n, value, str(label)) for n, (value, label) in enumerate(TaskSkip.Reason.choices, 1)]
 
 
 @login_required
 @require_POST
-def skip_view(request: HttpRequest, assignment_id: int) -> HttpResponse:
+def skip_view(request: SignedInRequest, assignment_id: int) -> HttpResponse:
     """Skip the task with a reason; a refused skip re-renders the dialog's form with the reason kept."""
     reason = request.POST.get("reason", "")
     text = request.POST.get("text", "")
@@ -113,7 +122,7 @@ def skip_view(request: HttpRequest, assignment_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def history(request: HttpRequest) -> HttpResponse:
+def history(request: SignedInRequest) -> HttpResponse:
     """The expert's own finished tasks, newest first: question, when, what became of it; never the model."""
     if not request.user.is_expert:
         raise Http404
@@ -125,7 +134,7 @@ def history(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def skips(request: HttpRequest, project_id: int) -> HttpResponse:
+def skips(request: SignedInRequest, project_id: int) -> HttpResponse:
     """The project's skips for its PM: which question, why, who (pseudonym), when; filter by reason."""
     project = project_get_for_user(request.user, project_id, manage=True)
     reason = request.GET.get("reason") or None

@@ -77,7 +77,7 @@ def _posted_marks(request: HttpRequest) -> tuple[dict[str, Any], dict[str, str]]
         if name.startswith("label-"):
             labels[name.removeprefix("label-")] = {"0": 0, "1": 1}.get(value, value)
         elif name.startswith("note-"):
-            notes[name.removeprefix("note-")] = value
+            notes[name.removeprefix("note-")] = str(value)
     return labels, notes
 
 
@@ -143,12 +143,12 @@ def calibration_draft_view(request: HttpRequest, attempt_id: int, position: int)
     except NotFound:
         raise
     except DomainError as exc:
-        if not request.htmx:
+        if not getattr(request, "htmx", False):
             messages.error(request, error_message(exc))
             return redirect("calibration_task", attempt_id, position)
         return render_page(request, SAVE_STATUS_TEMPLATE, "save_status",
                            {"save_state": "error", "save_error": error_message(exc)}, status=UNPROCESSABLE)
-    if not request.htmx:
+    if not getattr(request, "htmx", False):
         return redirect("calibration_task", attempt_id, position)
     return render_page(request, SAVE_STATUS_TEMPLATE, "save_status",
                        {"save_state": "saved", "draft_saved_at": draft.updated_at})

@@ -30,6 +30,12 @@ def _api(api, user):
     return api
 
 
+@pytest.fixture(autouse=True)
+def _english(client):
+    # The pages' texts are asserted in English; the site's default language is Chinese.
+    client.cookies.load({"django_language": "en"})
+
+
 @pytest.fixture
 def pm():
     return PMFactory()

@@ -1,13 +1,16 @@
 """The expert's own controls: keep working, give back, skip with a reason; the PM's skip list;
 tasks left on the home page; the expert's history; calibration drafts."""
+import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
+from annotation.assignment.controls import assignment_skip
+from annotation.assignment.selectors import tasks_left_for_projects
 from annotation.assignment.services import assignment_claim_next
 from annotation.calibration.services import calibration_start
 from annotation.models import Assignment, CalibrationAnswer, CalibrationDraft, Draft, Project, Task, TaskSkip
@@ -15,7 +18,7 @@ from annotation.selectors import rubric_items_for_task
 from annotation.services import project_add_member
 from annotation.submission.services import draft_save, labels_submit
 from experts.models import ExpertProfile
-from tests.factories import ExpertFactory, PMFactory, QuestionFactory, make_project_with_tasks
+from tests.factories import ExpertFactory, PMFactory, QuestionFactory, ResponseFactory, make_project_with_tasks
 from tests.support.quality import make_golden_project
 from tests.support.quality import member as golden_member
 
@@ -271,7 +274,6 @@ def test_another_experts_assignment_is_404_on_every_new_endpoint(api, client, pr
 def _skip(project, reason, text=""):
     expert = _member(project)
     lease = assignment_claim_next(project=project, expert=expert, now=timezone.now())
-    from annotation.assignment.controls import assignment_skip
     assignment_skip(expert=expert, assignment_id=lease.pk, reason=reason, text=text, now=timezone.now())
     return expert, lease
 
@@ -323,7 +325,6 @@ def test_the_home_page_counts_the_tasks_left_for_the_expert(client, project, exp
     # A hard question the expert's tier does not take, and a golden (control) task: neither counts.
     hard = QuestionFactory(project=project, external_id="qhard", difficulty="hard")
     version = held.task.rubric_version
-    from tests.factories import ResponseFactory
     for question, golden in ((hard, False), (QuestionFactory(project=project, external_id="qgold"), True)):
         Task.objects.create(project=project, response=ResponseFactory(question=question, project=project),
                             rubric_version=version, overlap=2, shuffle_key=1, is_golden=golden)
@@ -345,7 +346,6 @@ def test_the_home_page_counts_the_tasks_left_for_the_expert(client, project, exp
 
 def test_the_tasks_left_count_costs_two_queries_for_any_number_of_projects(expert, project,
                                                                           django_assert_num_queries):
-    from annotation.assignment.selectors import tasks_left_for_projects
     projects = [project]
     with django_assert_num_queries(2):
         tasks_left_for_projects(expert, projects)
@@ -390,7 +390,6 @@ def test_history_lists_the_experts_own_finished_tasks_newest_first_without_the_m
     first = assignment_claim_next(project=project, expert=expert, now=timezone.now())
     labels_submit(expert=expert, assignment_id=first.pk, labels=_labels(first), now=timezone.now())
     second = assignment_claim_next(project=project, expert=expert, now=timezone.now())
-    from annotation.assignment.controls import assignment_skip
     assignment_skip(expert=expert, assignment_id=second.pk, reason="not_my_field",
                     now=timezone.now() + timedelta(seconds=5))
     # Another expert's submission never shows.
@@ -415,7 +414,6 @@ def test_history_lists_the_experts_own_finished_tasks_newest_first_without_the_m
 def test_history_is_paginated(api, expert, project):
     for n in range(27):
         question = QuestionFactory(project=project, external_id=f"h{n}")
-        from tests.factories import ResponseFactory
         task = Task.objects.create(project=project, response=ResponseFactory(question=question, project=project),
                                    rubric_version=Task.objects.first().rubric_version, overlap=2, shuffle_key=n,
                                    live_count=1, submitted_count=1)
@@ -475,3 +473,34 @@ def test_a_calibration_draft_of_another_expert_is_404_and_bad_input_writes_nothi
     assert (stranger.status_code, stranger_api.status_code) == (404, 404)
     assert bad.status_code == 422
     assert not CalibrationDraft.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.postgres
+def test_two_simultaneous_skips_of_one_lease_record_one_skip_and_free_one_slot():
+    assert connection.vendor == "postgresql"
+    for _round in range(4):
+        project = make_project_with_tasks(n_questions=1, overlap=2)
+        Project.objects.filter(pk=project.pk).update(control_rate_pct=0)
+        expert, other = _member(project), _member(project)
+        lease = assignment_claim_next(project=project, expert=expert, now=timezone.now())
+        assignment_claim_next(project=project, expert=other, now=timezone.now())
+        created: list[bool] = []
+        barrier = threading.Barrier(2)
+
+        def skip(lease=lease, expert=expert, created=created, barrier=barrier):
+            try:
+                barrier.wait()
+                created.append(assignment_skip(expert=expert, assignment_id=lease.pk, reason="cannot_judge",
+                                               now=timezone.now()).created)
+            finally:
+                connections.close_all()
+
+        threads = [threading.Thread(target=skip) for _ in range(2)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+
+        assert sorted(created) == [False, True]
+        assert TaskSkip.objects.filter(assignment=lease).count() == 1
+        task = Task.objects.get(project=project)
+        assert (task.live_count, task.status) == (1, "open")

@@ -24,7 +24,7 @@ from annotation.assignment.selectors import (
     project_skip_counts,
     project_skips,
 )
-from annotation.models import Assignment, TaskSkip
+from annotation.models import TaskSkip
 from annotation.selectors import assignment_get_for_expert, project_get_for_user
 from core.errors import DomainError, NotFound, error_message
 from core.pages import render_page
@@ -48,7 +48,7 @@ def _go(request: SignedInRequest, url: str) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
-def _after_giving_back(request: SignedInRequest, assignment: Assignment, text: str) -> HttpResponse:
+def _after_giving_back(request: SignedInRequest, text: str) -> HttpResponse:
     """Back to the home page, where "next task" (with the count of tasks left) is one key away."""
     messages.success(request, text)
     return _go(request, reverse("home"))
@@ -84,13 +84,13 @@ def extend_view(request: SignedInRequest, assignment_id: int) -> HttpResponse:
 def release_view(request: SignedInRequest, assignment_id: int) -> HttpResponse:
     """Give the task back: the slot returns to the pool, the task is not offered to this expert again."""
     try:
-        assignment = assignment_release(expert=request.user, assignment_id=assignment_id)
+        assignment_release(expert=request.user, assignment_id=assignment_id)
     except NotFound:
         raise
     except DomainError as exc:
         messages.error(request, error_message(exc))
         return _go(request, reverse("annotate", args=[assignment_id]))
-    return _after_giving_back(request, assignment, _("Task given back. It will not be offered to you again."))
+    return _after_giving_back(request, _("Task given back. It will not be offered to you again."))
 
 
 def skip_reasons() -> list[tuple[int, str, str]]:
@@ -105,7 +105,7 @@ def skip_view(request: SignedInRequest, assignment_id: int) -> HttpResponse:
     reason = request.POST.get("reason", "")
     text = request.POST.get("text", "")
     try:
-        result = assignment_skip(expert=request.user, assignment_id=assignment_id, reason=reason, text=text,
+        assignment_skip(expert=request.user, assignment_id=assignment_id, reason=reason, text=text,
                                  now=timezone.now())
     except NotFound:
         raise
@@ -117,7 +117,7 @@ def skip_view(request: SignedInRequest, assignment_id: int) -> HttpResponse:
         context = {"assignment": assignment, "skip_reasons": skip_reasons(), "skip_reason": reason,
                    "skip_text": text, "skip_error": error_message(exc)}
         return render_page(request, ANNOTATE, "skip_form", context, status=UNPROCESSABLE)
-    return _after_giving_back(request, result.skip.assignment, _("Task skipped. Thank you for telling us why."))
+    return _after_giving_back(request, _("Task skipped. Thank you for telling us why."))
 
 
 @login_required

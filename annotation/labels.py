@@ -5,6 +5,8 @@ from typing import Any
 from core.error_codes import ErrorCode
 from core.errors import DomainError
 
+MAX_NOTE_CHARS = 2000
+
 
 def labels_clean(raw: Any, item_keys: list[str], *, partial: bool) -> dict[str, int]:
     """Validate {item_key: 0|1}; with partial=False every item must be present (also used by calibration).
@@ -36,3 +38,19 @@ def labels_clean(raw: Any, item_keys: list[str], *, partial: bool) -> dict[str, 
         raise DomainError(f"{count} label{'s' if count != 1 else ''} need attention; nothing was saved.",
                           code=ErrorCode.INVALID_LABELS, errors=errors, params={"count": count})
     return clean
+
+
+def notes_clean(raw, item_keys: list[str]) -> dict[str, str]:
+    """Validate {item_key: text}: known items, text of at most MAX_NOTE_CHARS; blank notes are dropped."""
+    if raw in (None, ""):
+        return {}
+    if not isinstance(raw, dict):
+        raise DomainError('"notes" must be an object mapping rubric item ids to text.',
+                          errors=[{"field": "notes", "message": "expected an object"}])
+    known = set(item_keys)
+    errors = [{"field": f"notes.{k}", "message": "not a rubric item of this task"} for k in raw if k not in known]
+    errors += [{"field": f"notes.{k}", "message": f"expected text of at most {MAX_NOTE_CHARS} characters"}
+               for k, v in raw.items() if k in known and (not isinstance(v, str) or len(v) > MAX_NOTE_CHARS)]
+    if errors:
+        raise DomainError("Some notes are invalid; nothing was saved.", code="invalid_notes", errors=errors)
+    return {k: v for k, v in raw.items() if v.strip()}

@@ -19,8 +19,14 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from annotation.assignment.selectors import assignment_state, expert_work_for_projects
+from annotation.assignment.selectors import (
+    assignment_state,
+    expert_work_for_projects,
+    lease_clock,
+    tasks_left_for_projects,
+)
 from annotation.assignment.services import assignment_claim_next
+from annotation.assignment.views import skip_reasons
 from annotation.exchange.jsonl import upload_read
 from annotation.exchange.questions import questions_import
 from annotation.exchange.responses import responses_import
@@ -57,15 +63,17 @@ class ExpertProjectRow:
     project: Project
     submitted: int
     in_progress: int
+    tasks_left: int  # open tasks of the current version they may still take
     card: HomeCard | None  # tier and calibration standing; None for an expert without a profile
 
 
 def _expert_rows(user: User, projects: list[Project], now: datetime) -> list[ExpertProjectRow]:
     cards = expert_home_cards(user, projects, now=now)
     work = expert_work_for_projects(user, projects, now=now)
+    left = tasks_left_for_projects(user, projects)
     return [
         ExpertProjectRow(project=p, submitted=work[p.pk].submitted, in_progress=work[p.pk].in_progress,
-                         card=cards.get(p.pk))
+                         tasks_left=left[p.pk], card=cards.get(p.pk))
         for p in projects
     ]
 
@@ -210,11 +218,13 @@ def _annotate_context(assignment: Assignment, *, labels: dict[str, Any] | None =
         "error": error_message(error) if error else "",
         "submitted_count": (expert_work_for_projects(assignment.expert, [task.project], now=now)[task.project_id]
                             .submitted if state == "submitted" else 0),
-        "strings": _annotate_strings(),
+        "strings": annotate_strings(),
+        "clock": lease_clock(assignment, now=now),
+        "skip_reasons": skip_reasons(),
     }
 
 
-def _annotate_strings() -> dict[str, str]:
+def annotate_strings() -> dict[str, str]:
     """Texts the page script shows, in the user's language (placeholders in %(name)s form)."""
     return {
         "saving": _("Saving…"),
@@ -225,6 +235,9 @@ def _annotate_strings() -> dict[str, str]:
         "unlabelled": _("Items still without a mark: %(count)s. Jumped to item %(position)s."),
         "ready": _("All items marked. Press Enter to submit."),
         "submitting": _("Submitting…"),
+        "lease_warning": _("Less than %(minutes)s min left on this task. Press W to keep working."),
+        "lease_over": _("Your time on this task is up. You can still submit while the task has a free place."),
+        "lease_extended": _("Your time on this task was extended."),
     }
 
 

@@ -77,6 +77,13 @@ class ErrorCode(models.TextChoices):
     LEASE_RELEASED = "lease_released", _("You gave this task back (or left the project); your marks stay on "
                                          "this page but can no longer be submitted.")
     ALREADY_SUBMITTED = "already_submitted", _("This task is already submitted; a submission is final.")
+    SUBMITTED_FINAL = "submitted_final", _("This task is already submitted: a submitted task cannot be given "
+                                           "back or skipped.")
+    LEASE_EXPIRED = "lease_expired", _("Your time on this task has run out, so it cannot be extended. You can "
+                                       "still submit while the task has a free place.")
+    SKIP_REASON_INVALID = "skip_reason_invalid", _("Choose why you skip this task.")
+    SKIP_TEXT_REQUIRED = "skip_text_required", _("With the reason “Other”, say in a few words why you skip this task.")
+    SKIP_TEXT_TOO_LONG = "skip_text_too_long", _("The explanation is too long (at most %(max)s characters).")
     INVALID_LABELS = "invalid_labels", ngettext_lazy(
         "%(count)d item has no mark yet or an invalid one; nothing was saved.",
         "%(count)d items have no mark yet or an invalid one; nothing was saved.",

@@ -17,10 +17,15 @@ from rest_framework.views import APIView
 from annotation.api.common import NOT_FOUND as _NOT_FOUND
 from annotation.api.common import require_expert as _require_expert
 from annotation.api.serializers import RubricItemOut, TurnOut
-from annotation.calibration.selectors import attempt_get_for_expert, calibration_answers_for_task
+from annotation.calibration.selectors import (
+    attempt_get_for_expert,
+    calibration_answers_for_task,
+    calibration_draft_for_task,
+)
 from annotation.calibration.services import (
     calibration_answer,
     calibration_attempt_passed,
+    calibration_draft_save,
     calibration_feedback,
     calibration_progress,
     calibration_start,
@@ -132,6 +137,33 @@ class CalibrationAttemptApi(APIView):
         return Response(AttemptOutputSerializer(_attempt_body(attempt)).data)
 
 
+@extend_schema_serializer(component_name="CalibrationDraftOut")
+class CalibrationDraftOut(serializers.Serializer):
+    labels = serializers.JSONField(help_text='{"<rubric_item_id>": 0 or 1} for the items marked so far')
+    notes = serializers.JSONField(help_text='{"<rubric_item_id>": "text"}')
+
+
+def _draft_body(draft) -> dict:
+    return {"labels": draft.labels, "notes": draft.notes} if draft else {"labels": {}, "notes": {}}
+
+
+class CalibrationDraftApi(APIView):
+    """PUT: autosave the marks and notes of one calibration task so far (any subset of its items)."""
+
+    @extend_schema_serializer(component_name="CalibrationDraftIn")
+    class InputSerializer(serializers.Serializer):
+        labels = serializers.JSONField(help_text='{"<rubric_item_id>": 0 or 1} for the items marked so far')
+        notes = serializers.JSONField(required=False, help_text='{"<rubric_item_id>": "text"}')
+
+    @extend_schema(request=InputSerializer, responses={200: CalibrationDraftOut, 404: _NOT_FOUND})
+    def put(self, request: Request, attempt_id: int, position: int) -> Response:
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        draft = calibration_draft_save(expert=request.user, attempt_id=attempt_id, position=position,
+                                       labels=body.validated_data["labels"], notes=body.validated_data.get("notes"))
+        return Response(CalibrationDraftOut(_draft_body(draft)).data)
+
+
 class CalibrationTaskApi(APIView):
     """GET: one calibration task (dialogue, response, rubric items, the expert's answers so far).
     PUT: answer every item; answering the last task scores the attempt."""
@@ -146,10 +178,12 @@ class CalibrationTaskApi(APIView):
         rubric_items = RubricItemOut(many=True)
         answers = serializers.DictField(child=serializers.IntegerField(),
                                         help_text='{"<rubric_item_id>": 0 or 1} for the items answered so far')
+        draft = CalibrationDraftOut(help_text="the autosaved marks and notes (not scored)")
 
     @extend_schema_serializer(component_name="CalibrationAnswerIn")
     class InputSerializer(serializers.Serializer):
         labels = serializers.JSONField(help_text='{"<rubric_item_id>": 0 or 1, ...} for every item of the task')
+        notes = serializers.JSONField(required=False, help_text='{"<rubric_item_id>": "text"}, kept, not scored')
 
     @extend_schema_serializer(component_name="CalibrationAnswerOutput")
     class AnswerOutputSerializer(serializers.Serializer):
@@ -169,6 +203,7 @@ class CalibrationTaskApi(APIView):
             "final_user_turn": question.final_user_turn, "response": ct.task.response.text,
             "rubric_items": rubric_items_for_task(ct.task),
             "answers": calibration_answers_for_task(attempt=attempt, task=ct.task),
+            "draft": _draft_body(calibration_draft_for_task(attempt=attempt, task=ct.task)),
         }
         return Response(self.OutputSerializer(body).data)
 
@@ -177,7 +212,8 @@ class CalibrationTaskApi(APIView):
         body = self.InputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         result = calibration_answer(expert=request.user, attempt_id=attempt_id, position=position,
-                                    labels=body.validated_data["labels"], now=timezone.now())
+                                    labels=body.validated_data["labels"], notes=body.validated_data.get("notes"),
+                                    now=timezone.now())
         out = {"next_position": result.next_position, "attempt": result.attempt,
                "passed": calibration_attempt_passed(result.attempt)}
         return Response(self.AnswerOutputSerializer(out).data)

@@ -7,7 +7,7 @@ An operation's own input and output otherwise live nested in its API class, as i
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
-from annotation.assignment.selectors import assignment_state
+from annotation.assignment.selectors import assignment_state, lease_seconds_left
 from annotation.models import Assignment, Draft
 from annotation.selectors import rubric_items_for_task
 
@@ -65,6 +65,7 @@ class AssignmentOut(serializers.Serializer):
     state = serializers.SerializerMethodField(
         help_text="leased, expired (past expires_at, even before the lease sweep) or submitted, as the page shows it")
     expires_at = serializers.DateTimeField()
+    seconds_left = serializers.SerializerMethodField(help_text="seconds until the lease expires; 0 once it has")
     project = serializers.IntegerField(source="task.project_id")
     difficulty = serializers.CharField(source="task.response.question.difficulty")
     scene = serializers.SerializerMethodField()
@@ -77,6 +78,10 @@ class AssignmentOut(serializers.Serializer):
     @extend_schema_field(serializers.CharField())
     def get_state(self, obj: Assignment) -> str:
         return assignment_state(obj, now=self.context["now"])
+
+    @extend_schema_field(serializers.IntegerField())
+    def get_seconds_left(self, obj: Assignment) -> int:
+        return lease_seconds_left(obj, now=self.context["now"])
 
     @extend_schema_field(SceneOut)
     def get_scene(self, obj: Assignment) -> dict:

@@ -13,7 +13,17 @@ from annotation.api.exchange import (
 from annotation.api.judging import JudgeRunProgressApi
 from annotation.api.members import InvitationRevokeApi, InvitationsApi, MemberApi, MembersApi
 from annotation.api.projects import ProjectCreateApi
-from annotation.api.work import AssignmentDetailApi, DraftApi, NextTaskApi, SubmitApi
+from annotation.api.work import (
+    AssignmentDetailApi,
+    DraftApi,
+    ExtendApi,
+    MyHistoryApi,
+    NextTaskApi,
+    ProjectSkipsApi,
+    ReleaseApi,
+    SkipApi,
+    SubmitApi,
+)
 
 urlpatterns = [
     path("projects/", ProjectCreateApi.as_view(), name="api-project-create"),
@@ -28,6 +38,11 @@ urlpatterns = [
     path("assignments/<int:assignment_id>/", AssignmentDetailApi.as_view(), name="api-assignment"),
     path("assignments/<int:assignment_id>/draft/", DraftApi.as_view(), name="api-draft"),
     path("assignments/<int:assignment_id>/submit/", SubmitApi.as_view(), name="api-submit"),
+    path("assignments/<int:assignment_id>/extend/", ExtendApi.as_view(), name="api-extend"),
+    path("assignments/<int:assignment_id>/release/", ReleaseApi.as_view(), name="api-release"),
+    path("assignments/<int:assignment_id>/skip/", SkipApi.as_view(), name="api-skip"),
+    path("me/history/", MyHistoryApi.as_view(), name="api-my-history"),
+    path("projects/<int:project_id>/skips/", ProjectSkipsApi.as_view(), name="api-project-skips"),
     # Imports and the export.
     path("projects/<int:project_id>/questions/import/", QuestionsImportApi.as_view(), name="api-questions-import"),
     path("projects/<int:project_id>/responses/import/", ResponsesImportApi.as_view(), name="api-responses-import"),
@@ -50,6 +65,8 @@ urlpatterns = [
          name="api-calibration-attempt"),
     path("calibration/<int:attempt_id>/tasks/<int:position>/", calibration.CalibrationTaskApi.as_view(),
          name="api-calibration-task"),
+    path("calibration/<int:attempt_id>/tasks/<int:position>/draft/", calibration.CalibrationDraftApi.as_view(),
+         name="api-calibration-draft"),
     path("projects/<int:project_id>/quality-settings/", quality.QualitySettingsApi.as_view(),
          name="api-quality-settings"),
     path("me/portrait/", quality.MyPortraitApi.as_view(), name="api-my-portrait"),

@@ -9,10 +9,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
-from annotation.models import Assignment, Project
-from experts.models import User
+from annotation.models import Assignment, Difficulty, Project, Task, TaskSkip
+from experts.models import ExpertProfile, User, tier_rank
+from rubrics.models import RubricVersion
+
+
+def difficulties_for(*, project: Project, tier: str) -> list[str]:
+    """The question difficulties an expert of `tier` takes in `project` (hard needs `project.hard_min_tier`)."""
+    allowed: list[str] = [Difficulty.NORMAL]
+    if tier_rank(tier) >= tier_rank(project.hard_min_tier):
+        allowed.append(Difficulty.HARD)
+    return allowed
+
 
 AssignmentState = Literal["leased", "expired", "released", "submitted"]
 
@@ -55,3 +66,108 @@ def expert_work_for_projects(expert: User, projects: Iterable[Project], *, now: 
         .order_by()
     }
     return {p.pk: ExpertWork(**counts.get(p.pk, {})) for p in projects}
+
+
+def tasks_left_for_projects(expert: User, projects: Iterable[Project]) -> dict[int, int]:
+    """How many tasks each project still has for `expert`, by project id, in two queries.
+
+    The same tasks "next task" draws from (`services._open_tasks_for`): open, regular
+    tasks of the project's current rubric version that the expert never held, of a
+    difficulty their tier takes. Tasks whose slots are all leased right now are not
+    counted; they come back when a lease ends.
+    """
+    projects = list(projects)
+    if not projects:
+        return {}
+    profile = ExpertProfile.objects.filter(user=expert).only("tier").first()
+    if profile is None:
+        return {p.pk: 0 for p in projects}
+    current = (RubricVersion.objects.filter(rubric_id=OuterRef("project__rubric_id"),
+                                            status=RubricVersion.Status.PUBLISHED)
+               .order_by("-number").values("pk")[:1])
+    per_project = Q()
+    for project in projects:
+        allowed = difficulties_for(project=project, tier=profile.tier)
+        rule = Q(project_id=project.pk)
+        if len(allowed) < len(Difficulty.values):
+            rule &= Q(response__question__difficulty__in=allowed)
+        per_project |= rule
+    held_before = Assignment.objects.filter(task=OuterRef("pk"), expert=expert)
+    counts = dict(
+        Task.objects.filter(per_project, status=Task.Status.OPEN, is_golden=False,
+                            rubric_version_id=Subquery(current))
+        .exclude(Exists(held_before))
+        .values("project_id").annotate(n=Count("pk")).order_by().values_list("project_id", "n")
+    )
+    return {p.pk: counts.get(p.pk, 0) for p in projects}
+
+
+def expert_history(expert: User) -> QuerySet[Assignment]:
+    """The expert's own finished work, newest first: submitted tasks, and tasks they gave back or
+    skipped. `finished_at` is when it ended (submission, skip, or the lease start for a task given
+    back, which keeps no end time). Never the model: callers show the question only."""
+    return (Assignment.objects.filter(expert=expert, kind=Assignment.Kind.WORK,
+                                      status__in=[Assignment.Status.SUBMITTED, Assignment.Status.RELEASED])
+            .select_related("task__project", "task__response__question", "skip")
+            .annotate(finished_at=Coalesce("submitted_at", "skip__created_at", "leased_at"))
+            .order_by("-finished_at", "-pk"))
+
+
+def project_skips(project: Project, *, reason: str | None = None) -> QuerySet[TaskSkip]:
+    """The project's skips, newest first, for its PM (optionally of one reason)."""
+    qs = (TaskSkip.objects.filter(project=project)
+          .select_related("task__response__question", "expert__expert_profile").order_by("-created_at", "-pk"))
+    if reason:
+        qs = qs.filter(reason=reason)
+    return qs
+
+
+def project_skip_counts(project: Project) -> dict[str, int]:
+    """How many skips the project has per reason (every reason has an entry)."""
+    counts = dict(TaskSkip.objects.filter(project=project).values("reason").annotate(n=Count("pk"))
+                  .order_by().values_list("reason", "n"))
+    return {reason: counts.get(reason, 0) for reason in TaskSkip.Reason.values}
+
+
+def lease_seconds_left(assignment: Assignment, *, now: datetime) -> int:
+    """Whole seconds until the lease runs out: 0 unless it is live."""
+    if assignment_state(assignment, now=now) != "leased":
+        return 0
+    return max(0, int((assignment.expires_at - now).total_seconds()))
+
+
+# The skip list shows the newest skips only; the counts per reason cover all of them.
+SKIPS_LIMIT = 500
+
+
+def history_status(assignment: Assignment) -> str:
+    """"submitted", "skipped" (given back with a reason) or "released" (given back, or ended when the
+    expert left the project). Rejection by a PM lives in payments, which annotation does not read."""
+    if assignment.status == Assignment.Status.SUBMITTED:
+        return "submitted"
+    try:
+        assignment.skip  # noqa: B018 - select_related by expert_history
+    except TaskSkip.DoesNotExist:
+        return "released"
+    return "skipped"
+
+
+@dataclass(frozen=True)
+class LeaseClock:
+    """What the page's countdown needs: seconds left, the full timeout, and when to warn."""
+
+    seconds_left: int
+    timeout_s: int
+    warn_s: int
+    expires_at: datetime
+
+
+WARN_MAX_S = 300
+WARN_SHARE = 0.2
+
+
+def lease_clock(assignment: Assignment, *, now: datetime) -> LeaseClock:
+    """The countdown of a lease: it warns 5 minutes before the end, or at 20% of a short timeout."""
+    timeout = assignment.task.project.lease_timeout_s
+    return LeaseClock(seconds_left=lease_seconds_left(assignment, now=now), timeout_s=timeout,
+                      warn_s=min(WARN_MAX_S, int(timeout * WARN_SHARE)), expires_at=assignment.expires_at)

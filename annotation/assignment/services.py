@@ -22,13 +22,14 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from annotation import permissions
 from annotation.assignment import matching
+from annotation.assignment.selectors import difficulties_for
 from annotation.calibration.selectors import golden_task_ids_seen_in_calibration, golden_usable_tasks
 from annotation.calibration.services import calibration_check
 from annotation.lock_objects import assignment_lock, task_lock, task_lock_or_skip
 from annotation.models import Assignment, Difficulty, Project, Task
 from annotation.selectors import ProjectAccess, rubric_version_current
 from core.errors import Conflict, Forbidden
-from experts.models import ExpertProfile, User, tier_rank
+from experts.models import ExpertProfile, User
 from rubrics.models import RubricVersion
 
 logger = logging.getLogger(__name__)
@@ -59,14 +60,6 @@ def _expert_check_active(*, project: Project, expert: User, access: ProjectAcces
     if not profile.is_active:
         raise Forbidden("Your expert account is paused; contact the project manager.", code="paused")
     return profile
-
-
-def difficulties_for(*, project: Project, tier: str) -> list[str]:
-    """The question difficulties an expert of `tier` takes in `project` (hard needs `project.hard_min_tier`)."""
-    allowed = [Difficulty.NORMAL]
-    if tier_rank(tier) >= tier_rank(project.hard_min_tier):
-        allowed.append(Difficulty.HARD)
-    return allowed
 
 
 def _open_tasks_for(*, project: Project, version_id: int, expert: User, difficulties: list[str]) -> QuerySet[Task]:

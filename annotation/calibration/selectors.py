@@ -2,7 +2,7 @@
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from annotation.models import CalibrationAttempt, CalibrationTask, GoldenReference, Project, Task
+from annotation.models import CalibrationAttempt, CalibrationDraft, CalibrationTask, GoldenReference, Project, Task
 from core.errors import NotFound
 from experts.models import User
 from rubrics.models import RubricItem, RubricVersion
@@ -47,3 +47,8 @@ def attempt_list_for_expert(*, project: Project, expert: User, limit: int = 20) 
 def calibration_answers_for_task(*, attempt: CalibrationAttempt, task: Task) -> dict[str, int]:
     """The expert's answers so far on one task of their attempt, by rubric item key (unanswered items absent)."""
     return dict(attempt.answers.filter(task=task).values_list("rubric_item__item_key", "value"))
+
+
+def calibration_draft_for_task(*, attempt: CalibrationAttempt, task: Task) -> CalibrationDraft | None:
+    """The autosaved marks and notes of one task of the attempt, if any."""
+    return CalibrationDraft.objects.filter(attempt=attempt, task=task).first()

@@ -29,9 +29,16 @@ from django.db.models.functions import RowNumber
 
 from annotation import permissions
 from annotation.calibration.selectors import attempt_get_for_expert, golden_usable_tasks, project_has_golden_set
-from annotation.labels import labels_clean
+from annotation.labels import labels_clean, notes_clean
 from annotation.lock_objects import calibration_attempt_lock
-from annotation.models import CalibrationAnswer, CalibrationAttempt, CalibrationTask, GoldenReference, Project
+from annotation.models import (
+    CalibrationAnswer,
+    CalibrationAttempt,
+    CalibrationDraft,
+    CalibrationTask,
+    GoldenReference,
+    Project,
+)
 from annotation.selectors import rubric_items_for_task, rubric_version_current
 from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError, Forbidden, NotFound
@@ -256,17 +263,40 @@ class AnswerResult:
     next_position: int | None  # the next unanswered task; None once the attempt is scored
 
 
-def calibration_answer(*, expert: User, attempt_id, position, labels, now: datetime) -> AnswerResult:
+def calibration_draft_save(*, expert: User, attempt_id, position, labels, notes=None) -> CalibrationDraft:
+    """Autosave the marks and notes of one calibration task so far (any subset of its items).
+
+    The draft is what the page shows on a reload; only `calibration_answer` counts for the score.
+    """
+    attempt = attempt_get_for_expert(expert, attempt_id)
+    calibration_task = calibration_task_get(attempt=attempt, position=position)
+    keys = [i.item_key for i in rubric_items_for_task(calibration_task.task)]
+    clean = labels_clean(labels or {}, keys, partial=True)
+    clean_notes = notes_clean(notes, keys)
+    with transaction.atomic():
+        attempt = calibration_attempt_lock(attempt.pk)
+        _require_open(attempt)
+        draft, _created = CalibrationDraft.objects.update_or_create(
+            attempt=attempt, task_id=calibration_task.task_id, defaults={"labels": clean, "notes": clean_notes})
+    return draft
+
+
+def calibration_answer(*, expert: User, attempt_id, position, labels, now: datetime,
+                       notes=None) -> AnswerResult:
     """Record the expert's 0/1 for every rubric item of one calibration task (answers may be changed
-    until the last task is answered); answering the last open task scores the attempt.
+    until the last task is answered); answering the last open task scores the attempt. The
+    notes, which do not score, are kept with the task's draft.
     """
     attempt = attempt_get_for_expert(expert, attempt_id)
     calibration_task = calibration_task_get(attempt=attempt, position=position)
     items = rubric_items_for_task(calibration_task.task)
     clean = labels_clean(labels, [i.item_key for i in items], partial=False)
+    clean_notes = notes_clean(notes, [i.item_key for i in items])
     with transaction.atomic():
         attempt = calibration_attempt_lock(attempt.pk)
         _require_open(attempt)
+        CalibrationDraft.objects.update_or_create(attempt=attempt, task_id=calibration_task.task_id,
+                                                  defaults={"labels": clean, "notes": clean_notes})
         CalibrationAnswer.objects.filter(attempt=attempt, task_id=calibration_task.task_id).delete()
         CalibrationAnswer.objects.bulk_create(
             CalibrationAnswer(attempt=attempt, task_id=calibration_task.task_id, rubric_item=item,

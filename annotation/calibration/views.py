@@ -16,10 +16,12 @@ from annotation.calibration.selectors import (
     attempt_get_for_expert,
     attempt_list_for_expert,
     calibration_answers_for_task,
+    calibration_draft_for_task,
 )
 from annotation.calibration.services import (
     calibration_answer,
     calibration_attempt_passed,
+    calibration_draft_save,
     calibration_feedback,
     calibration_progress,
     calibration_start,
@@ -28,9 +30,13 @@ from annotation.calibration.services import (
 )
 from annotation.models import CalibrationAttempt
 from annotation.selectors import project_get_for_user, rubric_items_for_task
+from annotation.views import annotate_strings
 from core.errors import DomainError, NotFound, error_message
+from core.pages import render_page
 
 UNPROCESSABLE = 422
+# The annotation page's save-status fragment: calibration autosaves the same way.
+SAVE_STATUS_TEMPLATE = "annotation/annotate.html"
 
 
 @login_required
@@ -63,21 +69,42 @@ def calibration_start_view(request: HttpRequest, project_id: int) -> HttpRespons
     return redirect("calibration_task", attempt.pk, calibration_progress(attempt).next_position or 1)
 
 
+def _posted_marks(request: HttpRequest) -> tuple[dict[str, Any], dict[str, str]]:
+    """`label-<item key>` = 0|1 and `note-<item key>` = text, as the annotation page posts them."""
+    labels: dict[str, Any] = {}
+    notes: dict[str, str] = {}
+    for name, value in request.POST.items():
+        if name.startswith("label-"):
+            labels[name.removeprefix("label-")] = {"0": 0, "1": 1}.get(value, value)
+        elif name.startswith("note-"):
+            notes[name.removeprefix("note-")] = str(value)
+    return labels, notes
+
+
 def _task_context(attempt: CalibrationAttempt, position: int, *, marks: dict[str, Any] | None = None,
-                  error: str = "") -> dict[str, Any]:
+                  notes: dict[str, str] | None = None, error: str = "") -> dict[str, Any]:
     calibration_task = calibration_task_get(attempt=attempt, position=position)
     task = calibration_task.task
     items = rubric_items_for_task(task)
+    draft = calibration_draft_for_task(attempt=attempt, task=task)
     if marks is None:
         saved = calibration_answers_for_task(attempt=attempt, task=task)
+        if draft is not None:
+            saved = {**saved, **draft.labels}
         marks = {item.item_key: saved.get(item.item_key) for item in items}
+        notes = dict(draft.notes) if draft else {}
+    notes = notes or {}
     progress = calibration_progress(attempt)
+    rows = [{"item": item, "value": marks.get(item.item_key) if marks.get(item.item_key) in (0, 1) else None,
+             "note": notes.get(item.item_key, "")} for item in items]
     return {
         "attempt": attempt, "project": attempt.project, "position": position, "total": progress.total,
         "question": task.response.question, "reply": task.response.text,
-        "items": [{"item": item, "value": marks.get(item.item_key)} for item in items],
+        "items": rows, "done": sum(1 for row in rows if row["value"] is not None),
         "answered": progress.answered_count, "error": error,
         "positions": range(1, progress.total + 1),
+        "save_state": "saved" if draft else "idle", "draft_saved_at": draft.updated_at if draft else None,
+        "strings": annotate_strings(),
     }
 
 
@@ -91,19 +118,40 @@ def calibration_task(request: HttpRequest, attempt_id: int, position: int) -> Ht
             "calibration", attempt.project_id)
     if request.method == "GET":
         return render(request, "annotation/calibration/task.html", _task_context(attempt, position))
-    marks = {name.removeprefix("label-"): {"0": 0, "1": 1}.get(value, value)
-             for name, value in request.POST.items() if name.startswith("label-")}
+    marks, notes = _posted_marks(request)
     try:
         result = calibration_answer(expert=request.user, attempt_id=attempt.pk, position=position,
-                                    labels=marks, now=timezone.now())
+                                    labels=marks, notes=notes, now=timezone.now())
     except NotFound:
         raise
     except DomainError as exc:
-        context = _task_context(attempt, position, marks=marks, error=error_message(exc))
+        context = _task_context(attempt, position, marks=marks, notes=notes, error=error_message(exc))
         return render(request, "annotation/calibration/task.html", context, status=UNPROCESSABLE)
     if result.next_position is None:
         return redirect("calibration_result", attempt.pk)
     return redirect("calibration_task", attempt.pk, result.next_position)
+
+
+@login_required
+@require_POST
+def calibration_draft_view(request: HttpRequest, attempt_id: int, position: int) -> HttpResponse:
+    """Autosave one calibration task's marks and notes; htmx gets the save-status fragment."""
+    labels, notes = _posted_marks(request)
+    try:
+        draft = calibration_draft_save(expert=request.user, attempt_id=attempt_id, position=position,
+                                       labels=labels, notes=notes)
+    except NotFound:
+        raise
+    except DomainError as exc:
+        if not getattr(request, "htmx", False):
+            messages.error(request, error_message(exc))
+            return redirect("calibration_task", attempt_id, position)
+        return render_page(request, SAVE_STATUS_TEMPLATE, "save_status",
+                           {"save_state": "error", "save_error": error_message(exc)}, status=UNPROCESSABLE)
+    if not getattr(request, "htmx", False):
+        return redirect("calibration_task", attempt_id, position)
+    return render_page(request, SAVE_STATUS_TEMPLATE, "save_status",
+                       {"save_state": "saved", "draft_saved_at": draft.updated_at})
 
 
 @login_required

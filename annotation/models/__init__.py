@@ -3,6 +3,7 @@ from .judging import AgreementReport, JudgeLabel, JudgeRun, JudgeTaskResult
 from .project import Difficulty, Project, Question, Response
 from .quality import CalibrationAnswer, CalibrationAttempt, CalibrationTask, ControlResult, GoldenReference
 from .roster import Invitation, MembershipEvent
+from .skips import CalibrationDraft, TaskSkip
 from .work import Assignment, Draft, IdempotencyRecord, ItemConsensus, Label, Task
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "Assignment",
     "CalibrationAnswer",
     "CalibrationAttempt",
+    "CalibrationDraft",
     "CalibrationTask",
     "ControlResult",
     "GoldenReference",
@@ -27,4 +29,5 @@ __all__ = [
     "Question",
     "Response",
     "Task",
+    "TaskSkip",
 ]

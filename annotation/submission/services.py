@@ -6,16 +6,16 @@ from django.db import transaction
 
 from annotation.assignment.services import assignment_revive, lease_extend
 from annotation.labels import labels_clean
+from annotation.labels import notes_clean as _clean_notes
 from annotation.lock_objects import assignment_lock, task_lock
 from annotation.models import Assignment, Draft, Label, Task
 from annotation.quality.control import control_record
 from annotation.selectors import assignment_get_for_expert, rubric_items_for_task
 from annotation.submission.consensus import consensus_compute
 from core.after_commit import task_send_on_commit
-from core.errors import Conflict, DomainError
+from core.errors import Conflict
 from experts.models import ExpertProfile, User
 
-MAX_NOTE_CHARS = 2000
 LEASE_RELEASED_TEXT = ("This task was given back (released, skipped, or you left the project); your draft is "
                        "kept but cannot be submitted.")
 
@@ -25,21 +25,6 @@ class SubmitResult:
     assignment: Assignment
     created: bool  # False when the same submission had already been recorded
     task_complete: bool
-
-
-def _clean_notes(raw, item_keys: list[str]) -> dict[str, str]:
-    if raw in (None, ""):
-        return {}
-    if not isinstance(raw, dict):
-        raise DomainError('"notes" must be an object mapping rubric item ids to text.',
-                          errors=[{"field": "notes", "message": "expected an object"}])
-    known = set(item_keys)
-    errors = [{"field": f"notes.{k}", "message": "not a rubric item of this task"} for k in raw if k not in known]
-    errors += [{"field": f"notes.{k}", "message": f"expected text of at most {MAX_NOTE_CHARS} characters"}
-               for k, v in raw.items() if k in known and (not isinstance(v, str) or len(v) > MAX_NOTE_CHARS)]
-    if errors:
-        raise DomainError("Some notes are invalid; nothing was saved.", code="invalid_notes", errors=errors)
-    return {k: v for k, v in raw.items() if v.strip()}
 
 
 def draft_save(*, expert: User, assignment_id, labels, notes=None, now: datetime) -> Draft:

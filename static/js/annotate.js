@@ -1,5 +1,7 @@
-/* The annotation page: keyboard marking, autosaved drafts with a copy in this browser,
-   and submit on Enter. The keyboard map is written out in the page's help dialog. */
+/* The annotation and calibration pages: keyboard marking, autosaved drafts with a copy in this
+   browser, and submit on Enter; on the annotation page also the lease countdown with "keep
+   working" (w), and the skip (s) and give-back dialogs. The keyboard map is written out in the
+   page's help dialog. */
 (function () {
   "use strict";
 
@@ -17,6 +19,10 @@
   var sentVersion = 0;
 
   function byId(id) { return document.getElementById(id); }
+  function submitButton() {
+    var f = form();
+    return byId("submit-btn") || (f && f.querySelector("button[type='submit'].btn-primary"));
+  }
   function form() { return byId("annotate-form"); }
   function items() {
     var f = form();
@@ -255,7 +261,7 @@
     window.clearTimeout(saveTimer);
     saveTimer = null;
     flash(strings.submitting);
-    form().requestSubmit(byId("submit-btn"));
+    form().requestSubmit(submitButton());
   }
 
   /* ---- Keyboard -------------------------------------------------------------------- */
@@ -283,6 +289,10 @@
       if (event.key === "?") { event.preventDefault(); help.close(); }
       return;  // Esc closes the dialog natively.
     }
+    var skip = byId("skip-dialog");
+    if (skip && skip.open) { onSkipKey(event); return; }
+    var release = byId("release-dialog");
+    if (release && release.open) return;  // its buttons take Enter and Esc
     if (isTyping(event.target)) {
       if (event.key === "Escape") {
         var item = event.target.closest(".item");
@@ -308,6 +318,10 @@
       mark(0);
     } else if (key === "n") {
       openNote();
+    } else if (key === "w" && byId("lease-extend")) {
+      keepWorking();
+    } else if (key === "s" && byId("skip-dialog")) {
+      openDialog("skip-dialog");
     } else if (key === "Enter") {
       if (activatesOnEnter(event.target)) return;
       submitOrJump();
@@ -317,6 +331,90 @@
       return;
     }
     event.preventDefault();
+  }
+
+  /* ---- Lease: countdown, keep working, skip, give back ------------------------------------ */
+
+  var clockTimer = null;
+  var deadline = 0;
+
+  function clock() { return byId("lease-clock"); }
+
+  function clockText(seconds) {
+    var m = Math.floor(seconds / 60);
+    var s = seconds % 60;
+    var h = Math.floor(m / 60);
+    var pad = function (n) { return (n < 10 ? "0" : "") + n; };
+    return h ? h + ":" + pad(m % 60) + ":" + pad(s) : m + ":" + pad(s);
+  }
+
+  /* The deadline is counted from this browser's clock at the moment the server said how many
+     seconds were left, so a skewed clock on the expert's machine does not matter. */
+  function startClock() {
+    var el = clock();
+    window.clearInterval(clockTimer);
+    if (!el || el.dataset.state !== "leased") return;
+    deadline = Date.now() + Number(el.dataset.secondsLeft) * 1000;
+    tick();
+    clockTimer = window.setInterval(tick, 1000);
+  }
+
+  function tick() {
+    var el = clock();
+    if (!el) { window.clearInterval(clockTimer); return; }
+    var left = Math.max(0, Math.round((deadline - Date.now()) / 1000));
+    var time = byId("lease-time");
+    if (time) time.textContent = clockText(left);
+    var warn = Number(el.dataset.warn);
+    var was = el.dataset.level;
+    var level = left === 0 ? "over" : (left <= warn ? "warn" : "ok");
+    el.dataset.level = level;
+    if (level !== was && was !== undefined) {
+      if (level === "warn") flash(format(strings.lease_warning, { minutes: Math.max(1, Math.ceil(warn / 60)) }));
+      if (level === "over") flash(strings.lease_over);
+    }
+    if (level === "over") window.clearInterval(clockTimer);
+  }
+
+  /* A draft save extends the lease on the server too: restart the countdown at the full timeout. */
+  function leaseRenewed() {
+    var el = clock();
+    if (!el || el.dataset.state !== "leased" || el.dataset.level === "over") return;
+    el.dataset.secondsLeft = el.dataset.timeout;
+    delete el.dataset.level;
+    startClock();
+  }
+
+  function keepWorking() {
+    var button = byId("lease-extend");
+    if (button) button.click();
+  }
+
+  function openDialog(id) {
+    var dialog = byId(id);
+    if (!dialog || dialog.open) return;
+    dialog.showModal();
+    var first = dialog.querySelector("input[type='radio']:checked, input[type='radio'], button[type='submit']");
+    if (first) first.focus();
+  }
+
+  function onSkipKey(event) {
+    var dialog = byId("skip-dialog");
+    var typing = isTyping(event.target);
+    if (!typing && /^[1-9]$/.test(event.key)) {
+      var radio = dialog.querySelector("input[name='reason'][data-key='" + event.key + "']");
+      if (radio) {
+        event.preventDefault();
+        radio.checked = true;
+        radio.focus();
+        if (radio.value === "other") byId("skip-text").focus();
+      }
+    } else if (event.key === "Enter" && !event.shiftKey && (!typing || event.target.tagName !== "TEXTAREA")) {
+      if (activatesOnEnter(event.target)) return;
+      event.preventDefault();
+      var skipForm = byId("skip-form");
+      if (skipForm) skipForm.requestSubmit(byId("skip-confirm"));
+    }
   }
 
   /* ---- Wiring ------------------------------------------------------------------------ */
@@ -332,6 +430,7 @@
       if (next) next.focus();
       return;
     }
+    startClock();
     if (!form()) return;
     version = 0;
     sentVersion = 0;
@@ -352,6 +451,11 @@
     afterMark(input.closest(".item"));
   });
 
+  // A submitted form carries every mark: a pending autosave would only race it.
+  document.addEventListener("submit", function (event) {
+    if (event.target === form()) { window.clearTimeout(saveTimer); saveTimer = null; }
+  });
+
   document.addEventListener("input", function (event) {
     if (event.target.tagName === "TEXTAREA" && event.target.closest("#annotate-form")) changed();
   });
@@ -360,6 +464,10 @@
     var target = event.target;
     if (target.closest("#help-open")) { toggleHelp(); return; }
     if (target.closest("#help-close")) { byId("help").close(); return; }
+    if (target.closest("#skip-open")) { openDialog("skip-dialog"); return; }
+    if (target.closest("#release-open")) { openDialog("release-dialog"); return; }
+    var closer = target.closest("[data-close-dialog]");
+    if (closer) { closer.closest("dialog").close(); return; }
     var item = target.closest("#annotate-form .item");
     if (!item) return;
     // A click in a note or on its toggle keeps the focus where the click put it.
@@ -377,11 +485,18 @@
     body.addEventListener("htmx:configRequest", function (event) {
       if (event.detail.elt.id === "autosave") sentVersion = version;
     });
+    body.addEventListener("htmx:load", function (event) {
+      if (event.target.id === "lease-clock") {
+        startClock();
+        if (event.target.querySelector("[role='status']")) flash(strings.lease_extended);
+      }
+    });
     body.addEventListener("htmx:afterRequest", function (event) {
       if (event.detail.elt.id !== "autosave") return;
       var status = event.detail.xhr ? event.detail.xhr.status : 0;
       if (status >= 200 && status < 300) {
         if (sentVersion === version) writeLocal(true);
+        if (form() && form().dataset.leased !== undefined) leaseRenewed();
         return;
       }
       // A 422 swapped in the reason (a too-long note, a submitted task); anything else

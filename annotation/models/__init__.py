@@ -1,6 +1,6 @@
 """Annotation models, split by sub-domain; import them from here."""
 from .judging import AgreementReport, JudgeLabel, JudgeRun, JudgeTaskResult
-from .project import Difficulty, Project, Question, Response
+from .project import Difficulty, Project, ProjectSettingChange, ProjectState, Question, Response
 from .quality import CalibrationAnswer, CalibrationAttempt, CalibrationTask, ControlResult, GoldenReference
 from .work import Assignment, Draft, IdempotencyRecord, ItemConsensus, Label, Task
 
@@ -21,6 +21,8 @@ __all__ = [
     "ItemConsensus",
     "Label",
     "Project",
+    "ProjectSettingChange",
+    "ProjectState",
     "Question",
     "Response",
     "Task",

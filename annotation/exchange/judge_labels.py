@@ -65,6 +65,8 @@ def judge_labels_import(*, project: Project, data: bytes, run_name: str, judge_m
     rubric version, a value other than 0/1, a `detail` of the wrong length, labels
     differing from those stored) and then writes nothing.
     """
+    # Refused before reading the file (a closed project is read-only); checked again under the lock.
+    project_check_writable(project)
     import_size_check(size=len(data))
     run_name = _option(run_name, "run", RUN_NAME_MAX, required=True)
     judge_model = _option(judge_model, "judge_model", JUDGE_MODEL_MAX)

@@ -121,6 +121,8 @@ def questions_import(*, project: Project, data: bytes, now: datetime, source: st
     writes nothing when any line is bad or when a question already exists with
     different content. `source` names the file in the published version's changelog.
     """
+    # Refused before reading the file (a closed project is read-only); checked again under the lock.
+    project_check_writable(project)
     import_size_check(size=len(data))
     parsed = _parse_file(data=data, source=source)
     with transaction.atomic():

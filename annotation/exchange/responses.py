@@ -36,6 +36,8 @@ def responses_import(*, project: Project, data: bytes, model: str | None, now: d
     writes nothing. `now` is accepted for symmetry with the other imports; responses
     carry only their database creation time.
     """
+    # Refused before reading the file (a closed project is read-only); checked again under the lock.
+    project_check_writable(project)
     import_size_check(size=len(data))
     default_model = _default_model(model)
     rows = _parse_file(data=data, default_model=default_model, source=source)

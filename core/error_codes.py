@@ -125,7 +125,7 @@ class ErrorCode(models.TextChoices):
     SETTING_OUT_OF_RANGE = "setting_out_of_range", _("%(label)s must be a whole number from %(low)s to %(high)s.")
     SETTING_TOO_SMALL = "setting_too_small", _("%(label)s must be a whole number of at least %(low)s.")
     LEASE_TOO_SHORT = "lease_too_short", _(
-        "%(label)s must be at least %(minutes)s minute (%(seconds)s seconds), in whole seconds.")
+        "A lease must last at least %(minutes)s minute (%(seconds)s seconds), in whole seconds.")
     SETTING_REQUIRED = "setting_required", _("%(label)s cannot be empty.")
     SETTING_TOO_LONG = "setting_too_long", _("%(label)s is too long (at most %(limit)s characters).")
     SETTING_CHOICE = "setting_choice", _("%(label)s: choose one of the offered values.")

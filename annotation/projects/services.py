@@ -14,7 +14,6 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Case, F, Value, When
-from guardian.shortcuts import get_users_with_perms
 
 from annotation.assignment.services import lease_end
 from annotation.calibration.golden_set import GOLDEN_OVERLAP
@@ -32,7 +31,7 @@ from annotation.projects.fields import FIELDS, setting_text, settings_clean
 from annotation.projects.rules import project_check_writable
 from annotation.projects.selectors import open_leases, overlap_existing_tasks
 from annotation.projects.signals import project_cloned
-from annotation.selectors import rubric_version_current
+from annotation.selectors import project_experts, project_managers, rubric_version_current
 from annotation.services import project_add_member, project_create
 from core.error_codes import ErrorCode
 from core.errors import Conflict
@@ -226,10 +225,8 @@ def project_clone(*, source: Project, by: User | None, name: str = "", copy_memb
     version = _clone_rubric(source=source, clone=clone, now=now)
     golden = _clone_material(source=source, clone=clone, version=version) if version is not None else 0
     if copy_members:
-        members = get_users_with_perms(source, only_with_perms_in=["manage_project", "annotate_project"],
-                                       with_group_users=False)
-        for user in User.objects.filter(pk__in=members.values("pk")).order_by("pk"):
-            if (user.is_pm or user.is_expert) and user != by:
+        for user in [*project_managers(source), *project_experts(source)]:
+            if user != by:
                 project_add_member(project=clone, user=user)
     project_cloned.send(sender=Project, source=source, clone=clone, created_by=by)
     logger.info("project cloned", extra={"source_id": source.pk, "project_id": clone.pk, "golden_tasks": golden})

@@ -30,12 +30,20 @@ from annotation.selectors import project_get_for_user
 from annotation.services import project_create
 from core.confirm import Confirmation, confirmation_given, confirmation_page
 from core.errors import DomainError, error_message
-from experts.models import Tier
+from experts.models import Tier, User
 
 NEW = "annotation/projects/new.html"
 SETTINGS = "annotation/projects/settings.html"
 UNPROCESSABLE = 422
 FORM_KEYS = tuple(f.name for f in FIELDS)
+
+
+def _user(request: HttpRequest) -> User:
+    """The signed-in user (every view here is behind `login_required`)."""
+    user = request.user
+    if not isinstance(user, User):
+        raise Http404
+    return user
 
 
 def _lease_seconds(minutes: str) -> Any:
@@ -60,13 +68,13 @@ def _errors_by_field(exc: DomainError) -> dict[str, str]:
 @require_http_methods(["GET", "POST"])
 def project_new(request: HttpRequest) -> HttpResponse:
     """Create a project: name, description, overlap, lease timeout (minutes) and due date."""
-    if not (request.user.is_pm or request.user.is_platform_admin):
+    if not (_user(request).is_pm or _user(request).is_platform_admin):
         raise Http404
     context: dict[str, Any] = {"posted": {}, "errors": {}}
     if request.method == "POST":
         values = _posted_settings(request, ("name", "description", "overlap", "due_date"))
         try:
-            project = project_create(created_by=request.user, name=values.get("name", ""),
+            project = project_create(created_by=_user(request), name=values.get("name", ""),
                                      description=values.get("description", ""),
                                      overlap=values.get("overlap", ""),
                                      lease_timeout_s=values.get("lease_timeout_s", ""),
@@ -140,7 +148,7 @@ def _overlap_confirmation(request: HttpRequest, project: Project, values: dict[s
 @require_http_methods(["GET", "POST"])
 def project_settings(request: HttpRequest, project_id: int) -> HttpResponse:
     """All settings of the project, its lifecycle buttons and the history of changes."""
-    project = project_get_for_user(request.user, project_id, manage=True)
+    project = project_get_for_user(_user(request), project_id, manage=True)
     if request.method == "GET":
         return render(request, SETTINGS, _settings_context(project))
     values = _posted_settings(request, FORM_KEYS)
@@ -148,7 +156,7 @@ def project_settings(request: HttpRequest, project_id: int) -> HttpResponse:
     if asked is not None:
         return asked
     try:
-        result = project_settings_update(project=project, values=values, changed_by=request.user,
+        result = project_settings_update(project=project, values=values, changed_by=_user(request),
                                          now=timezone.now(),
                                          apply_to_existing=request.POST.get("apply_to_existing") == "on")
     except DomainError as exc:
@@ -171,7 +179,7 @@ def project_settings(request: HttpRequest, project_id: int) -> HttpResponse:
 @require_GET
 def overlap_preview_view(request: HttpRequest, project_id: int) -> HttpResponse:
     """htmx: how many existing tasks a raised overlap would touch, shown before saving."""
-    project = project_get_for_user(request.user, project_id, manage=True)
+    project = project_get_for_user(_user(request), project_id, manage=True)
     try:
         overlap = int(request.GET.get("overlap", ""))
     except ValueError:
@@ -192,8 +200,8 @@ def _lifecycle_done(request: HttpRequest, project: Project, changed: bool, done:
 @login_required
 @require_POST
 def project_pause_view(request: HttpRequest, project_id: int) -> HttpResponse:
-    project = project_get_for_user(request.user, project_id, manage=True)
-    result = project_pause(project=project, by=request.user, now=timezone.now())
+    project = project_get_for_user(_user(request), project_id, manage=True)
+    result = project_pause(project=project, by=_user(request), now=timezone.now())
     return _lifecycle_done(request, project, result.changed,
                            _("Project paused: no new tasks are handed out; open ones can be finished."))
 
@@ -201,15 +209,15 @@ def project_pause_view(request: HttpRequest, project_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def project_resume_view(request: HttpRequest, project_id: int) -> HttpResponse:
-    project = project_get_for_user(request.user, project_id, manage=True)
-    result = project_resume(project=project, by=request.user, now=timezone.now())
+    project = project_get_for_user(_user(request), project_id, manage=True)
+    result = project_resume(project=project, by=_user(request), now=timezone.now())
     return _lifecycle_done(request, project, result.changed, _("Project resumed: tasks are handed out again."))
 
 
 @login_required
 @require_POST
 def project_close_view(request: HttpRequest, project_id: int) -> HttpResponse:
-    project = project_get_for_user(request.user, project_id, manage=True)
+    project = project_get_for_user(_user(request), project_id, manage=True)
     if not project.is_closed and not confirmation_given(request):
         leases = open_leases(project).count()
         return confirmation_page(request, Confirmation(
@@ -224,7 +232,7 @@ def project_close_view(request: HttpRequest, project_id: int) -> HttpResponse:
             ],
             action_url=request.path, cancel_url=reverse("project_settings", args=[project.pk]),
             confirm_label=_("Close the project")))
-    result = project_close(project=project, by=request.user, now=timezone.now())
+    result = project_close(project=project, by=_user(request), now=timezone.now())
     return _lifecycle_done(request, project, result.changed, ngettext(
         "Project closed; %(n)d open lease ended.", "Project closed; %(n)d open leases ended.",
         result.leases_ended) % {"n": result.leases_ended})
@@ -233,7 +241,7 @@ def project_close_view(request: HttpRequest, project_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def project_archive_view(request: HttpRequest, project_id: int) -> HttpResponse:
-    project = project_get_for_user(request.user, project_id, manage=True)
+    project = project_get_for_user(_user(request), project_id, manage=True)
     if project.is_closed and not project.is_archived and not confirmation_given(request):
         return confirmation_page(request, Confirmation(
             title=_("Archive “%(name)s”?") % {"name": project.name},
@@ -241,15 +249,15 @@ def project_archive_view(request: HttpRequest, project_id: int) -> HttpResponse:
                           _("Nothing is deleted: its data, exports and reports stay.")],
             action_url=request.path, cancel_url=reverse("project_settings", args=[project.pk]),
             confirm_label=_("Archive")))
-    result = project_archive(project=project, by=request.user, now=timezone.now())
+    result = project_archive(project=project, by=_user(request), now=timezone.now())
     return _lifecycle_done(request, project, result.changed, _("Project archived."))
 
 
 @login_required
 @require_POST
 def project_clone_view(request: HttpRequest, project_id: int) -> HttpResponse:
-    project = project_get_for_user(request.user, project_id, manage=True)
-    clone = project_clone(source=project, by=request.user, name=request.POST.get("name", ""),
+    project = project_get_for_user(_user(request), project_id, manage=True)
+    clone = project_clone(source=project, by=_user(request), name=request.POST.get("name", ""),
                           copy_members=request.POST.get("copy_members") == "on", now=timezone.now())
     messages.success(request, _("Project “%(name)s” created as a copy: rubric, golden set, settings and prices; "
                                 "no work.") % {"name": clone.name})

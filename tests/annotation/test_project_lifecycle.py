@@ -16,6 +16,7 @@ from rest_framework.authtoken.models import Token
 
 from annotation.assignment.services import assignment_claim_next
 from annotation.calibration.golden_set import GOLDEN_OVERLAP, task_mark_golden
+from annotation.calibration.services import calibration_start
 from annotation.exchange.questions import questions_import
 from annotation.models import (
     Assignment,
@@ -358,3 +359,14 @@ def test_raising_overlap_for_existing_tasks_while_experts_work_keeps_every_count
     # Eight experts can give at most eight labels per task: nothing reached five by mistake.
     assert Task.objects.filter(project=project, status="complete").count() == sum(
         1 for t in Task.objects.filter(project=project) if t.submitted_count == 5)
+
+
+def test_a_paused_project_starts_no_calibration(setup):
+    pm, project, (expert, _other) = setup
+    project_pause(project=project, by=pm, now=timezone.now())
+    project.refresh_from_db()
+
+    with pytest.raises(Conflict) as refused:
+        calibration_start(project=project, expert=expert, now=timezone.now())
+
+    assert refused.value.code == "project_paused"

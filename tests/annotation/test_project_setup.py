@@ -6,6 +6,7 @@ history; a raised overlap reaches existing tasks only when asked.
 import datetime as dt
 
 import pytest
+from django.db import DatabaseError, transaction
 from django.utils import timezone, translation
 from rest_framework.authtoken.models import Token
 
@@ -187,8 +188,6 @@ def test_the_history_api_lists_changes_newest_first(api):
 
 
 def test_a_recorded_change_cannot_be_rewritten():
-    from django.db import DatabaseError, transaction
-
     project = make_project_with_tasks(n_questions=1)
     project_settings_update(project=project, values={"overlap": 4}, changed_by=None, now=timezone.now())
 

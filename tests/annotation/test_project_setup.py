@@ -372,3 +372,17 @@ def test_an_expert_member_gets_404_on_the_settings(client):
     client.force_login(expert)
 
     assert client.get(f"/projects/{project.pk}/settings/").status_code == 404
+
+
+def test_a_change_in_the_django_admin_goes_through_the_service_and_its_history(admin_client):
+    project = make_project_with_tasks(n_questions=1)
+    form = {f: getattr(project, f) for f in ("name", "description", "overlap", "lease_timeout_s",
+                                             "calibration_threshold_pct", "calibration_size",
+                                             "calibration_retry_delay_s", "control_rate_pct",
+                                             "control_pause_below_pct", "control_window", "hard_min_tier")}
+
+    done = admin_client.post(f"/admin/annotation/project/{project.pk}/change/", form | {"overlap": 5})
+
+    assert done.status_code == 302
+    change = ProjectSettingChange.objects.get(project=project)
+    assert (change.setting, change.old_value, change.new_value) == ("overlap", "3", "5")

@@ -18,8 +18,11 @@ to reach the rows of one task, follow the links from its page or filter the chan
 with `?task__id__exact=<id>`, which uses the foreign-key index where a search on a
 number would cast every row.
 """
+from typing import Any
+
 from django.contrib import admin
 from django.http import HttpRequest
+from django.utils import timezone
 
 from annotation.models import (
     Assignment,
@@ -28,10 +31,13 @@ from annotation.models import (
     Label,
     MembershipEvent,
     Project,
+    ProjectSettingChange,
     Question,
     Response,
     Task,
 )
+from annotation.projects.fields import BY_NAME
+from annotation.projects.services import project_settings_update
 from core.admin import ReadOnlyAdmin
 
 
@@ -47,7 +53,17 @@ class ProjectAdmin(admin.ModelAdmin):
     list_select_related = ("created_by",)
     search_fields = ("name",)
     # A task copies the overlap when it is created, so a new overlap applies to new tasks only.
-    readonly_fields = ("rubric", "created_by", "created_at")
+    # The lifecycle moves through its services (settings page, API), which end leases and
+    # record the change; here it is only shown.
+    readonly_fields = ("rubric", "state", "archived_at", "created_by", "created_at")
+
+    def save_model(self, request: HttpRequest, obj: Project, form: Any, change: bool) -> None:
+        # The settings service, not a plain save: the same validation, and the change lands in
+        # the setting history with the admin's name.
+        values = {name: form.cleaned_data[name] for name in form.changed_data if name in BY_NAME}
+        user = request.user if request.user.is_authenticated else None
+        project_settings_update(project=Project.objects.get(pk=obj.pk), values=values, changed_by=user,
+                                now=timezone.now())
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -161,3 +177,10 @@ class InvitationAdmin(_ReadOnlyAdmin):
     search_fields = ("project__name",)
     exclude = ("token",)  # the link is a credential: shown to the project's PMs, not in the admin
     raw_id_fields = ("project", "created_by", "revoked_by")
+
+
+@admin.register(ProjectSettingChange)
+class ProjectSettingChangeAdmin(_ReadOnlyAdmin):
+    list_display = ("project", "setting", "old_value", "new_value", "changed_by", "changed_at")
+    list_select_related = ("project", "changed_by")
+    raw_id_fields = ("project", "changed_by")

@@ -10,7 +10,8 @@ for the network (judge requests run between two short transactions).
    cannot both see a question as new and collide on a unique constraint halfway.
 2. `rubrics.RubricVersion` (`rubric_version_lock`): the version being published.
 3. `Project` (`project_lock`): a settings change, a request for an agreement report.
-4. `Task` (`task_lock`, `task_lock_or_skip`; the claim draws its task FOR UPDATE SKIP
+4. `Task` (`task_lock`, `task_lock_or_skip`, `tasks_lock` for many in pk order after the
+   project when raising overlap for existing tasks; the claim draws its task FOR UPDATE SKIP
    LOCKED in `annotation.assignment.services`, which is the same row kind).
 5. `Assignment` of that task (`assignment_lock`).
 6. `experts.ExpertProfile` (`expert_profile_lock`): pausing or resuming an expert, also
@@ -84,3 +85,9 @@ def judge_result_lock(result_id: int) -> JudgeTaskResult | None:
 
 def invitation_lock(invitation_id: int) -> Invitation:
     return Invitation.objects.select_for_update(of=("self",)).select_related("project").get(pk=invitation_id)
+
+
+def tasks_lock(task_ids: list[int]) -> list[int]:
+    """Lock many tasks of one project in ascending pk (a settings change that gives them slots)."""
+    return list(Task.objects.select_for_update(of=("self",)).filter(pk__in=task_ids).order_by("pk")
+                .values_list("pk", flat=True))

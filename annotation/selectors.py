@@ -12,11 +12,14 @@ from experts.models import Role, User
 from rubrics.models import RubricItem, RubricVersion
 
 
-def project_list_for_user(user: User) -> QuerySet[Project]:
+def project_list_for_user(user: User, *, archived: bool = False) -> QuerySet[Project]:
+    """The projects `user` reaches; archived ones are hidden unless `archived` (then only those)."""
     if user.is_platform_admin:
-        return Project.objects.all()
-    perm = permissions.MANAGE if user.is_pm else permissions.ANNOTATE
-    return get_objects_for_user(user, perm, klass=Project, accept_global_perms=False)
+        projects = Project.objects.all()
+    else:
+        perm = permissions.MANAGE if user.is_pm else permissions.ANNOTATE
+        projects = get_objects_for_user(user, perm, klass=Project, accept_global_perms=False)
+    return projects.filter(archived_at__isnull=not archived)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ urlpatterns = [
     path("assignments/<int:assignment_id>/draft/", views.draft_save_view, name="draft_save_view"),
     path("assignments/<int:assignment_id>/submit/", views.submit_view, name="submit_view"),
     path("", include("annotation.assignment.urls")),
+    path("", include("annotation.projects.urls")),
     path("", include("annotation.judging.urls")),
     path("", include("annotation.calibration.urls")),
     path("", include("annotation.quality.urls")),

@@ -83,12 +83,14 @@ def _expert_rows(user: User, projects: list[Project], now: datetime) -> list[Exp
 def home(request: HttpRequest) -> HttpResponse:
     """Experts see the projects they annotate in; PMs and admins the projects they manage."""
     user = request.user
-    projects = project_list_for_user(user).order_by("name", "pk")
+    archived = not user.is_expert and request.GET.get("archived") == "1"
+    projects = project_list_for_user(user, archived=archived).order_by("name", "pk")
     context: dict[str, Any]
     if user.is_expert:
         context = {"expert_rows": _expert_rows(user, list(projects), timezone.now())}
     else:
-        context = {"managed_rows": task_progress_for_projects(projects)}
+        context = {"managed_rows": task_progress_for_projects(projects), "archived": archived,
+                   "can_create": user.is_pm or user.is_platform_admin}
     return render_page(request, HOME, "projects", context)
 
 

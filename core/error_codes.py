@@ -166,5 +166,21 @@ class ErrorCode(models.TextChoices):
     INVALID_DIFFICULTY = "invalid_difficulty", _("Unknown difficulty.")
     INVALID_TIER = "invalid_tier", _("Unknown tier.")
 
+    # Project setup and lifecycle (entries of `errors` carry the setting's translated label).
+    SETTING_OUT_OF_RANGE = "setting_out_of_range", _("%(label)s must be a whole number from %(low)s to %(high)s.")
+    SETTING_TOO_SMALL = "setting_too_small", _("%(label)s must be a whole number of at least %(low)s.")
+    LEASE_TOO_SHORT = "lease_too_short", _(
+        "A lease must last at least %(minutes)s minute (%(seconds)s seconds), in whole seconds.")
+    SETTING_REQUIRED = "setting_required", _("%(label)s cannot be empty.")
+    SETTING_TOO_LONG = "setting_too_long", _("%(label)s is too long (at most %(limit)s characters).")
+    SETTING_CHOICE = "setting_choice", _("%(label)s: choose one of the offered values.")
+    SETTING_BAD_DATE = "setting_bad_date", _("%(label)s must be a date such as 2026-12-31, or empty.")
+    UNKNOWN_SETTING = "unknown_setting", _("%(name)s is not a setting that can be changed here.")
+    PROJECT_PAUSED = "project_paused", _("This project is paused: no new tasks are handed out for now. "
+                                         "A task you already hold can still be submitted.")
+    PROJECT_CLOSED = "project_closed", _("This project is closed: it is read-only. Exports and reports "
+                                         "still work.")
+    PROJECT_NOT_CLOSED = "project_not_closed", _("Only a closed project can be archived; close it first.")
+
 
 GENERIC_CODES = frozenset({ErrorCode.INVALID, ErrorCode.CONFLICT, ErrorCode.FORBIDDEN})

@@ -10,4 +10,4 @@ class PaymentsConfig(AppConfig):
         # Register the tasks in every process, not only in workers: annotation sends
         # "payments.ledger_post_earning" by name, and in the embedded mode (eager Celery) a
         # task the process does not know would go to the in-memory broker and be lost.
-        from payments import tasks  # noqa: F401
+        from payments import receivers, tasks  # noqa: F401

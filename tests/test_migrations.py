@@ -39,7 +39,8 @@ TRIGGERS = {
     "sqlite": {
         "rubrics": {"rubrica_item_insert_guard", "rubrica_item_update_guard", "rubrica_item_delete_guard",
                     "rubrica_version_update_guard", "rubrica_version_delete_guard"},
-        "annotation": {"rubrica_assignment_slot_insert", "rubrica_assignment_slot_update"},
+        "annotation": {"rubrica_assignment_slot_insert", "rubrica_assignment_slot_update",
+                       "annotation_setting_change_append_only"},
         "payments": {"payments_ledgerentry_no_update", "payments_ledgerentry_no_delete",
                      "payments_ledgerentry_period_open", "payments_statement_no_update",
                      "payments_statement_no_delete", "payments_period_closed_no_update",
@@ -49,7 +50,8 @@ TRIGGERS = {
     "postgresql": {
         "rubrics": {"rubrica_item_guard", "rubrica_version_guard",
                     "rubrica_refuse_published_item()", "rubrica_refuse_published_version()"},
-        "annotation": {"rubrica_assignment_slot_guard", "rubrica_assignment_slot_within_overlap()"},
+        "annotation": {"rubrica_assignment_slot_guard", "rubrica_assignment_slot_within_overlap()",
+                       "annotation_setting_change_append_only", "annotation_setting_change_refuse_update()"},
         "payments": {"payments_ledgerentry_append_only", "payments_ledgerentry_period_open",
                      "payments_statement_append_only", "payments_period_closed_final",
                      "payments_payoutbatch_no_delete", "payments_payoutbatch_amounts_final",

@@ -53,7 +53,8 @@ class QualitySettingsApi(APIView):
     def patch(self, request: Request, project_id: int) -> Response:
         project = project_get_for_user(request.user, project_id, manage=True)
         values = request.data if isinstance(request.data, dict) else {}
-        project = project_quality_update(project=project, values={k: values[k] for k in values})
+        project = project_quality_update(project=project, values={k: values[k] for k in values},
+                                         changed_by=request.user)
         return Response(self.OutputSerializer(project).data)
 
 

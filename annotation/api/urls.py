@@ -1,7 +1,7 @@
 """REST API v1 routes."""
 from django.urls import path
 
-from annotation.api import calibration, notifications, quality, rubrics
+from annotation.api import calibration, notifications, projects, quality, rubrics
 from annotation.api.agreement import AgreementRecomputeApi, AgreementReportApi
 from annotation.api.exchange import (
     ConsensusExportApi,
@@ -12,7 +12,6 @@ from annotation.api.exchange import (
 )
 from annotation.api.judging import JudgeRunProgressApi
 from annotation.api.members import InvitationRevokeApi, InvitationsApi, MemberApi, MembersApi
-from annotation.api.projects import ProjectCreateApi
 from annotation.api.work import (
     AssignmentDetailApi,
     DraftApi,
@@ -26,7 +25,16 @@ from annotation.api.work import (
 )
 
 urlpatterns = [
-    path("projects/", ProjectCreateApi.as_view(), name="api-project-create"),
+    path("projects/", projects.ProjectCreateApi.as_view(), name="api-project-create"),
+    # Project setup and lifecycle.
+    path("projects/<int:project_id>/", projects.ProjectDetailApi.as_view(), name="api-project"),
+    path("projects/<int:project_id>/pause/", projects.ProjectPauseApi.as_view(), name="api-project-pause"),
+    path("projects/<int:project_id>/resume/", projects.ProjectResumeApi.as_view(), name="api-project-resume"),
+    path("projects/<int:project_id>/close/", projects.ProjectCloseApi.as_view(), name="api-project-close"),
+    path("projects/<int:project_id>/archive/", projects.ProjectArchiveApi.as_view(), name="api-project-archive"),
+    path("projects/<int:project_id>/clone/", projects.ProjectCloneApi.as_view(), name="api-project-clone"),
+    path("projects/<int:project_id>/settings-history/", projects.ProjectSettingsHistoryApi.as_view(),
+         name="api-project-settings-history"),
     # The roster.
     path("projects/<int:project_id>/members/", MembersApi.as_view(), name="api-members"),
     path("projects/<int:project_id>/members/<str:member>/", MemberApi.as_view(), name="api-member"),

@@ -27,6 +27,7 @@ from annotation.calibration.selectors import golden_task_ids_seen_in_calibration
 from annotation.calibration.services import calibration_check
 from annotation.lock_objects import assignment_lock, task_lock, task_lock_or_skip
 from annotation.models import Assignment, Difficulty, Project, Task
+from annotation.projects.rules import project_check_leasing
 from annotation.selectors import ProjectAccess, rubric_version_current
 from core.errors import Conflict, Forbidden
 from experts.models import ExpertProfile, User
@@ -111,7 +112,8 @@ def assignment_claim_next(*, project: Project, expert: User, now: datetime,
     "next task" never hoards work (and a lease taken before a rubric change may still
     be finished). Otherwise the expert must be eligible: a member ("not_member"; an
     `access` from `project_access_for_user` already says so), with an active profile
-    ("no_profile", "paused") and calibrated ("calibration_required"). The
+    ("no_profile", "paused"), in an active project ("project_paused", "project_closed": an
+    open lease is still returned) and calibrated ("calibration_required"). The
     draw takes candidates past random points of the task ring among tasks the expert
     may take and never held, and picks one by matching weight; SKIP LOCKED lets
     concurrent experts pass each other instead of queueing on one row. With
@@ -125,6 +127,7 @@ def assignment_claim_next(*, project: Project, expert: User, now: datetime,
                                          expires_at__gt=now).order_by("leased_at").first())
     if current is not None:
         return current
+    project_check_leasing(project)
     calibration_check(project=project, expert=expert)
     leases_expire(project=project, now=now)
     live = Assignment.objects.filter(expert=expert, status=Assignment.Status.LEASED, expires_at__gt=now).count()

@@ -39,6 +39,7 @@ from annotation.models import (
     GoldenReference,
     Project,
 )
+from annotation.projects.rules import project_check_leasing
 from annotation.selectors import rubric_items_for_task, rubric_version_current
 from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError, Forbidden, NotFound
@@ -159,11 +160,15 @@ def calibration_start(*, project: Project, expert: User, now: datetime,
 
     Raises Forbidden for non-members, Conflict when the expert already passed
     ("already_calibrated"), must wait after a failure ("retry_later"), or the golden
-    set of the current version is too small ("calibration_not_ready").
+    set of the current version is too small ("calibration_not_ready"), or the project is
+    paused or closed ("project_paused", "project_closed"; an attempt in progress is returned).
     """
     if not permissions.can_annotate(expert, project):
         raise Forbidden("You are not an annotator in this project.", code="not_member")
     state = calibration_state(project=project, expert=expert, now=now)
+    if state.open is None:
+        # A new attempt is new work: refused while the project is paused or closed.
+        project_check_leasing(project)
     if state.open is not None:
         return state.open
     if state.passed is not None:

@@ -29,6 +29,7 @@ from annotation.calibration.golden_set import task_mark_golden
 from annotation.exchange.jsonl import LineErrors, RowReader, describe, jsonl_objects
 from annotation.lock_objects import project_imports_lock
 from annotation.models import Assignment, GoldenReference, Project, Question, Response, Task
+from annotation.projects.rules import project_check_writable
 from annotation.selectors import rubric_version_current
 from core.errors import DomainError
 from rubrics.models import RubricItem, RubricVersion
@@ -150,6 +151,7 @@ def golden_import(*, project: Project, data: bytes, now: datetime, source: str =
     """
     with transaction.atomic():
         project_imports_lock(project=project)
+        project_check_writable(project)
         version = rubric_version_current(project)
         if version is None:
             raise DomainError("Publish a rubric version (import questions) before importing golden labels.",

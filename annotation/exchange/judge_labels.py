@@ -20,6 +20,7 @@ from django.db.models import Count
 from annotation.exchange.jsonl import LineErrors, RowReader, describe, import_size_check, jsonl_objects
 from annotation.lock_objects import project_imports_lock
 from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult, Project, Question, Response, Task
+from annotation.projects.rules import project_check_writable
 from annotation.selectors import rubric_version_current
 from core.after_commit import task_send_on_commit
 from core.errors import DomainError
@@ -64,12 +65,15 @@ def judge_labels_import(*, project: Project, data: bytes, run_name: str, judge_m
     rubric version, a value other than 0/1, a `detail` of the wrong length, labels
     differing from those stored) and then writes nothing.
     """
+    # Refused before reading the file (a closed project is read-only); checked again under the lock.
+    project_check_writable(project)
     import_size_check(size=len(data))
     run_name = _option(run_name, "run", RUN_NAME_MAX, required=True)
     judge_model = _option(judge_model, "judge_model", JUDGE_MODEL_MAX)
     prompt_version = _option(prompt_version, "prompt_version", PROMPT_VERSION_MAX)
     with transaction.atomic():
         project_imports_lock(project=project)
+        project_check_writable(project)
         run = JudgeRun.objects.filter(project=project, name=run_name).select_related("rubric_version").first()
         version = _run_version(project=project, run=run, judge_model=judge_model, prompt_version=prompt_version)
         rows, skipped = _rows_validated(project=project, version=version, run=run, data=data, source=source)

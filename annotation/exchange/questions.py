@@ -51,6 +51,7 @@ from annotation.exchange.bulk import rows_insert
 from annotation.exchange.jsonl import ImportResult, LineErrors, RowReader, describe, import_size_check, jsonl_objects
 from annotation.lock_objects import project_imports_lock
 from annotation.models import Difficulty, Project, Question
+from annotation.projects.rules import project_check_writable
 from annotation.rubric_editing.publishing import rubric_draft_get_or_create, rubric_version_publish
 from annotation.selectors import rubric_version_current
 from rubrics.models import Dimension, RubricItem
@@ -120,10 +121,13 @@ def questions_import(*, project: Project, data: bytes, now: datetime, source: st
     writes nothing when any line is bad or when a question already exists with
     different content. `source` names the file in the published version's changelog.
     """
+    # Refused before reading the file (a closed project is read-only); checked again under the lock.
+    project_check_writable(project)
     import_size_check(size=len(data))
     parsed = _parse_file(data=data, source=source)
     with transaction.atomic():
         project_imports_lock(project=project)
+        project_check_writable(project)
         new, skipped = _split_new(project=project, parsed=parsed, source=source)
         if not new:
             return ImportResult(created=0, skipped=skipped)

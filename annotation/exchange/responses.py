@@ -18,6 +18,7 @@ from django.db import transaction
 from annotation.exchange.jsonl import ImportResult, LineErrors, RowReader, describe, import_size_check, jsonl_objects
 from annotation.lock_objects import project_imports_lock
 from annotation.models import Project, Question, Response
+from annotation.projects.rules import project_check_writable
 from annotation.rubric_editing.publishing import tasks_ensure_for_version
 from annotation.selectors import rubric_version_current
 from core.errors import DomainError
@@ -35,11 +36,14 @@ def responses_import(*, project: Project, data: bytes, model: str | None, now: d
     writes nothing. `now` is accepted for symmetry with the other imports; responses
     carry only their database creation time.
     """
+    # Refused before reading the file (a closed project is read-only); checked again under the lock.
+    project_check_writable(project)
     import_size_check(size=len(data))
     default_model = _default_model(model)
     rows = _parse_file(data=data, default_model=default_model, source=source)
     with transaction.atomic():
         project_imports_lock(project=project)
+        project_check_writable(project)
         new, skipped = _split_new(project=project, rows=rows, source=source)
         Response.objects.bulk_create(
             (Response(project=project, question_id=question_id, model_name=model_name, text=text)

@@ -1,6 +1,6 @@
 """Annotation models, split by sub-domain; import them from here."""
 from .judging import AgreementReport, JudgeLabel, JudgeRun, JudgeTaskResult
-from .project import Difficulty, Project, Question, Response
+from .project import Difficulty, Project, ProjectSettingChange, ProjectState, Question, Response
 from .quality import CalibrationAnswer, CalibrationAttempt, CalibrationTask, ControlResult, GoldenReference
 from .roster import Invitation, MembershipEvent
 from .skips import CalibrationDraft, TaskSkip
@@ -26,6 +26,8 @@ __all__ = [
     "Label",
     "MembershipEvent",
     "Project",
+    "ProjectSettingChange",
+    "ProjectState",
     "Question",
     "Response",
     "Task",

@@ -44,6 +44,14 @@ QUALITY_SETTINGS = (CALIBRATION_THRESHOLD_PCT, CALIBRATION_SIZE, CALIBRATION_RET
                     CONTROL_PAUSE_BELOW_PCT, CONTROL_WINDOW)
 
 
+class ProjectState(models.TextChoices):
+    """Where a project is in its life: only an active one hands out new leases."""
+
+    ACTIVE = "active", _("Active")
+    PAUSED = "paused", _("Paused")
+    CLOSED = "closed", _("Closed")
+
+
 class Project(models.Model):
     """An evaluation project: one rubric, its questions, responses and the experts' work.
 
@@ -76,6 +84,11 @@ class Project(models.Model):
     hard_min_tier = models.CharField(
         max_length=10, default=Tier.SILVER, choices=Tier.choices,
         help_text=_("Lowest tier that takes hard tasks."))
+    due_date = models.DateField(null=True, blank=True)
+    # Paused: no new leases, open ones can still be submitted. Closed: read-only (exports
+    # and reports still work). Archived: a closed project hidden from the project lists.
+    state = models.CharField(max_length=10, choices=ProjectState.choices, default=ProjectState.ACTIVE)
+    archived_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
@@ -106,10 +119,44 @@ class Project(models.Model):
                                    name="project_control_pause_range"),
             models.CheckConstraint(condition=Q(control_window__gte=CONTROL_WINDOW.low),
                                    name="project_control_window_positive"),
+            models.CheckConstraint(condition=Q(state__in=ProjectState.values), name="project_state_known"),
+            models.CheckConstraint(condition=Q(archived_at__isnull=True) | Q(state=ProjectState.CLOSED),
+                                   name="project_archived_only_closed"),
         ]
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.name}"
+
+    @property
+    def is_closed(self) -> bool:
+        return self.state == ProjectState.CLOSED
+
+    @property
+    def is_archived(self) -> bool:
+        return self.archived_at is not None
+
+
+class ProjectSettingChange(models.Model):
+    """One change of one project setting: who, when, the value before and after. Append-only.
+
+    Values are stored as the text the settings page shows (a date as YYYY-MM-DD, a number
+    as its digits), so the history reads the same after the setting's type changes.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="setting_changes")
+    setting = models.CharField(max_length=40)
+    old_value = models.TextField(blank=True)
+    new_value = models.TextField(blank=True)
+    changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
+                                   related_name="+")
+    changed_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-changed_at", "-id"]
+        indexes = [models.Index(fields=["project", "-changed_at"], name="setting_change_project_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.setting}: {self.old_value} → {self.new_value} (project {self.project_id})"
 
 
 class Question(models.Model):

@@ -76,7 +76,7 @@ def quality(request: HttpRequest, project_id: int) -> HttpResponse:
     if request.method == "POST":
         values = {k: v for k, v in request.POST.items() if k != "csrfmiddlewaretoken"}
         try:
-            project = project_quality_update(project=project, values=values)
+            project = project_quality_update(project=project, values=values, changed_by=request.user)
         except DomainError as exc:
             context = {**_quality_context(project), "settings_error": error_message(exc),
                        "settings_errors": exc.errors, "posted": values}

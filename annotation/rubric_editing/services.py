@@ -14,6 +14,7 @@ from django.db.models import Max
 
 from annotation.lock_objects import project_imports_lock
 from annotation.models import Project, Question
+from annotation.projects.rules import project_check_writable
 from annotation.rubric_editing.diff import RubricDiff, rubric_version_diff
 from annotation.rubric_editing.publishing import rubric_draft_get_or_create, rubric_version_publish
 from annotation.selectors import rubric_version_current
@@ -74,6 +75,7 @@ def _draft_item(*, project: Project, item_id) -> RubricItem:
 def rubric_draft_item_update(*, project: Project, item_id, content, score, dimension) -> RubricItem:
     """Change an item of the draft: wording, score and dimension."""
     clean = _clean_item(content=content, score=score, dimension=dimension)
+    project_check_writable(project)
     with transaction.atomic():
         item = _draft_item(project=project, item_id=item_id)
         item.content, item.score, item.dimension = clean.content, clean.score, clean.dimension
@@ -88,6 +90,7 @@ def rubric_draft_item_add(*, project: Project, question_ref: str, content, score
         raise NotFound("No such question.")
     with transaction.atomic():
         project_imports_lock(project=project)
+        project_check_writable(project)
         draft = rubric_draft_get_or_create(project=project)
         last = (RubricItem.objects.filter(version__rubric_id=project.rubric_id, question_ref=question_ref)
                 .aggregate(n=Max("position"))["n"] or 0)
@@ -98,6 +101,7 @@ def rubric_draft_item_add(*, project: Project, question_ref: str, content, score
 
 def rubric_draft_item_delete(*, project: Project, item_id) -> None:
     """Remove an item from the draft."""
+    project_check_writable(project)
     with transaction.atomic():
         _draft_item(project=project, item_id=item_id).delete()
 
@@ -141,6 +145,7 @@ def rubric_draft_start(*, project: Project) -> RubricVersion:
     """The project's draft version, copied from the newest published version when there is none."""
     with transaction.atomic():
         project_imports_lock(project=project)
+        project_check_writable(project)
         return rubric_draft_get_or_create(project=project)
 
 
@@ -148,6 +153,7 @@ def rubric_version_publish_by_number(*, project: Project, number, reason: str, n
     """Publish the project's version `number` (its draft) with `reason` as the changelog."""
     with transaction.atomic():
         project_imports_lock(project=project)
+        project_check_writable(project)
         version = rubric_version_get(project=project, number=number)
         return rubric_version_publish(project=project, version=version, reason=reason or "", now=now)
 

@@ -9,6 +9,7 @@ from annotation.labels import labels_clean
 from annotation.labels import notes_clean as _clean_notes
 from annotation.lock_objects import assignment_lock, task_lock
 from annotation.models import Assignment, Draft, Label, Task
+from annotation.projects.rules import project_check_writable
 from annotation.quality.control import control_record
 from annotation.selectors import assignment_get_for_expert, rubric_items_for_task
 from annotation.submission.consensus import consensus_compute
@@ -30,6 +31,7 @@ class SubmitResult:
 def draft_save(*, expert: User, assignment_id, labels, notes=None, now: datetime) -> Draft:
     """Autosave partial labels of a leased assignment; it also keeps the lease alive."""
     assignment = assignment_get_for_expert(expert, assignment_id)
+    project_check_writable(assignment.task.project)
     if assignment.status == Assignment.Status.SUBMITTED:
         raise Conflict("This task is already submitted.", code="already_submitted")
     if assignment.status == Assignment.Status.RELEASED:
@@ -56,6 +58,8 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
     written in the same transaction when this is its last submission.
     """
     assignment = assignment_get_for_expert(expert, assignment_id)
+    # A paused project still takes the submission of a lease it handed out; a closed one is read-only.
+    project_check_writable(assignment.task.project)
     items = rubric_items_for_task(assignment.task)
     keys = [i.item_key for i in items]
     clean = labels_clean(labels, keys, partial=False)

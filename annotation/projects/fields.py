@@ -1,0 +1,169 @@
+"""The project settings a PM edits, each with its translated label and its one validation.
+
+The ranges are `annotation.models.project.SettingRange`s (the model's constraints read the
+same ones); this module turns raw input (form strings or JSON values) into clean values,
+with one error per bad field in the user's language and the field's key in `field`, so the
+API names the key while the pages show the label.
+"""
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils.functional import Promise
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
+from annotation.models.project import (
+    CALIBRATION_RETRY_DELAY_S,
+    CALIBRATION_SIZE,
+    CALIBRATION_THRESHOLD_PCT,
+    CONTROL_PAUSE_BELOW_PCT,
+    CONTROL_RATE_PCT,
+    CONTROL_WINDOW,
+    LEASE_TIMEOUT_S,
+    OVERLAP,
+    SettingRange,
+)
+from core.error_codes import ErrorCode
+from core.errors import DomainError
+from experts.models import Tier
+
+NAME_MAX = 200
+DESCRIPTION_MAX = 5000
+
+
+@dataclass(frozen=True)
+class SettingField:
+    """One editable setting: its key, its label for people, and what it accepts."""
+
+    name: str
+    label: Promise
+    kind: str  # "int", "text", "tier" or "date"
+    range: SettingRange | None = None
+    quality: bool = False
+
+
+FIELDS: tuple[SettingField, ...] = (
+    SettingField("name", _("Name"), "text"),
+    SettingField("description", _("Description"), "text"),
+    SettingField("overlap", _("Overlap (experts per task)"), "int", OVERLAP),
+    SettingField("lease_timeout_s", _("Lease timeout (seconds)"), "int", LEASE_TIMEOUT_S),
+    SettingField("due_date", _("Due date"), "date"),
+    SettingField("calibration_threshold_pct", _("Calibration pass mark (%)"), "int", CALIBRATION_THRESHOLD_PCT,
+                 quality=True),
+    SettingField("calibration_size", _("Calibration tasks per attempt"), "int", CALIBRATION_SIZE, quality=True),
+    SettingField("calibration_retry_delay_s", _("Calibration retry delay (seconds)"), "int",
+                 CALIBRATION_RETRY_DELAY_S, quality=True),
+    SettingField("control_rate_pct", _("Control-task rate (%)"), "int", CONTROL_RATE_PCT, quality=True),
+    SettingField("control_pause_below_pct", _("Pause below control accuracy (%)"), "int", CONTROL_PAUSE_BELOW_PCT,
+                 quality=True),
+    SettingField("control_window", _("Control tasks looked back over"), "int", CONTROL_WINDOW, quality=True),
+    SettingField("hard_min_tier", _("Lowest tier for hard questions"), "tier", quality=True),
+)
+BY_NAME: dict[str, SettingField] = {f.name: f for f in FIELDS}
+QUALITY_FIELDS = tuple(f.name for f in FIELDS if f.quality)
+# Lifecycle moves are kept in the same history as the settings.
+HISTORY_LABELS: dict[str, Promise] = {
+    **{f.name: f.label for f in FIELDS},
+    "state": _("State"),
+    "archived": _("Archived"),
+}
+
+
+def setting_label(name: str) -> str:
+    """The translated label of a setting (or of a lifecycle entry) for the history."""
+    label = HISTORY_LABELS.get(name)
+    return str(label) if label is not None else name
+
+
+def _whole_number(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return None
+
+
+def _error(field: SettingField, code: str, **params: Any) -> dict[str, Any]:
+    params = {"label": str(field.label), **params}
+    return {"field": field.name, "code": code, "params": params,
+            "message": str(ErrorCode(code).label) % params}
+
+
+def _clean_int(field: SettingField, value: Any) -> tuple[int | None, dict[str, Any] | None]:
+    assert field.range is not None
+    number = _whole_number(value)
+    if number is not None and field.range.contains(number):
+        return number, None
+    if field.range is LEASE_TIMEOUT_S:
+        return None, _error(field, ErrorCode.LEASE_TOO_SHORT, minutes=field.range.low // 60,
+                            seconds=field.range.low)
+    if field.range.high is None:
+        return None, _error(field, ErrorCode.SETTING_TOO_SMALL, low=field.range.low)
+    return None, _error(field, ErrorCode.SETTING_OUT_OF_RANGE, low=field.range.low, high=field.range.high)
+
+
+def _clean_one(field: SettingField, value: Any) -> tuple[Any, dict[str, Any] | None]:
+    if field.kind == "int":
+        return _clean_int(field, value)
+    if field.kind == "text":
+        text = value.strip() if isinstance(value, str) else None
+        limit = NAME_MAX if field.name == "name" else DESCRIPTION_MAX
+        if text is None or (field.name == "name" and not text):
+            return None, _error(field, ErrorCode.SETTING_REQUIRED)
+        if len(text) > limit:
+            return None, _error(field, ErrorCode.SETTING_TOO_LONG, limit=limit)
+        return text, None
+    if field.kind == "tier":
+        if isinstance(value, str) and value in Tier.values:
+            return value, None
+        return None, _error(field, ErrorCode.SETTING_CHOICE)
+    # A date: empty clears it; otherwise YYYY-MM-DD exactly.
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None, None
+    if isinstance(value, dt.date):
+        return value, None
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value.strip()), None
+        except ValueError:
+            pass
+    return None, _error(field, ErrorCode.SETTING_BAD_DATE)
+
+
+def settings_clean(values: Mapping[str, Any], *, allowed: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The clean values of `values`, or a DomainError ("invalid_settings") with one entry per bad field.
+
+    `allowed` narrows the keys accepted (the quality API accepts its own settings only);
+    a key outside it is refused, never ignored.
+    """
+    names = allowed if allowed is not None else tuple(BY_NAME)
+    errors: list[dict[str, Any]] = []
+    clean: dict[str, Any] = {}
+    for key, value in values.items():
+        field = BY_NAME.get(key)
+        if field is None or key not in names:
+            errors.append({"field": key, "code": ErrorCode.UNKNOWN_SETTING, "params": {"name": key},
+                           "message": str(ErrorCode.UNKNOWN_SETTING.label) % {"name": key}})
+            continue
+        cleaned, error = _clean_one(field, value)
+        if error is not None:
+            errors.append(error)
+        else:
+            clean[key] = cleaned
+    if errors:
+        raise DomainError(gettext("%(count)d setting(s) need attention; nothing was changed.")
+                          % {"count": len(errors)}, code=ErrorCode.INVALID_SETTINGS, errors=errors)
+    return clean
+
+
+def setting_text(name: str, value: Any) -> str:
+    """A setting's value as the history stores it."""
+    if value is None:
+        return ""
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)

@@ -143,7 +143,7 @@ def test_create_project_with_an_unknown_or_non_pm_account_fails_and_creates_noth
 
 
 def test_create_project_with_overlap_out_of_range_fails_and_creates_nothing():
-    with pytest.raises(CommandError, match="overlap must be between 1 and 9"):
+    with pytest.raises(CommandError, match=r"overlap: Overlap \(experts per task\) must be a whole number from 1 to 9"):
         run("create_project", "睡眠与压力", "--overlap", "12")
 
     assert Project.objects.count() == 0

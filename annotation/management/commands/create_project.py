@@ -27,5 +27,6 @@ class Command(BaseCommand):
         try:
             project = project_create(name=options["name"], created_by=pm, overlap=options["overlap"])
         except DomainError as exc:
-            raise CommandError(exc.message) from exc
+            details = [f"{entry['field']}: {entry['message']}" for entry in exc.errors if entry.get("field")]
+            raise CommandError(" ".join([exc.message, *details])) from exc
         self.stdout.write(str(project.pk))

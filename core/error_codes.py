@@ -113,6 +113,8 @@ class ErrorCode(models.TextChoices):
     BATCH_NOT_APPROVED = "batch_not_approved", _("Approve the payout batch before marking it paid.")
     NOT_PAYABLE = "not_payable", _("Only submitted, paid work can be rejected.")
     ALREADY_REJECTED = "already_rejected", _("This submission is already rejected.")
+    REFERENCE_REQUIRED = "reference_required", _(
+        "Give the transfer reference of the payment; nothing was marked paid.")
     INVALID_AMOUNT = "invalid_amount", _("Enter a decimal number in range, with at most four decimal places.")
     EFFECTIVE_TOO_SOON = "effective_too_soon", _(
         "A change takes effect one minute from now at the earliest; leave the field empty for that. "

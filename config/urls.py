@@ -4,7 +4,6 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from core.api_docs import ApiDocsView
-
 from experts import urls as experts_urls
 
 urlpatterns = [

@@ -43,7 +43,7 @@ def tier_reason_text(*, code: str, params: dict[str, Any], fallback: str = "") -
     if code not in REASONS:
         return fallback
     try:
-        return gettext(REASONS[code]) % _values(params)
+        return str(REASONS[code]) % _values(params)
     except (KeyError, TypeError, ValueError):
         return fallback
 

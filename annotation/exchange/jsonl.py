@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 

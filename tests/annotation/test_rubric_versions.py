@@ -373,7 +373,7 @@ def test_removing_a_draft_item_asks_first_naming_the_item_and_its_labels(client,
 
     question = asked.content.decode()
     assert asked.status_code == 200 and keys[0] in question and 'name="confirmed"' in question
-    assert "next published version" in question and "1 label already made on it under v1" in question
+    assert "下一个发布的版本不再包含它" in question and "已在 v1 下对它作出的 1 条标注" in question
     assert still_there
     assert done.status_code == 302 and not RubricItem.objects.filter(pk=item.pk).exists()
     assert Label.objects.filter(assignment=lease).count() == len(keys)

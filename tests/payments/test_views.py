@@ -170,7 +170,7 @@ def test_approving_a_batch_asks_first_with_the_statements_experts_and_total(paid
     done = client.post(url, {"confirmed": "yes"})
 
     question = asked.content.decode()
-    assert asked.status_code == 200 and "1 statement to 1 expert" in question
+    assert asked.status_code == 200 and "向 1 位专家支付 1 张结算单" in question
     assert f"{batch.total} CNY" in question and f'action="{url}"' in question
     assert status_after_asking == "draft"
     assert done.status_code == 302 and PayoutBatch.objects.get(pk=batch.pk).status == "approved"
@@ -191,7 +191,7 @@ def test_marking_paid_asks_for_the_transfer_reference_and_refuses_a_blank_one(pa
 
     assert asked.status_code == 200 and 'name="reference"' in asked.content.decode()
     assert status_after_asking == "approved"
-    assert blank.status_code == 422 and "transfer reference" in blank.content.decode()
+    assert blank.status_code == 422 and "转账凭证号" in blank.content.decode()
     assert status_after_blank == "approved"
     assert done.status_code == 200 and "<html" not in done.content.decode()
     paid_batch = PayoutBatch.objects.get(pk=batch.pk)

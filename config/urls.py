@@ -1,15 +1,16 @@
 """Top-level URLs: pages (per app), the v1 API, the OpenAPI schema, admin, i18n."""
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView
 
+from core.api_docs import ApiDocsView
 from experts import urls as experts_urls
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/docs/", ApiDocsView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("annotation.api.urls")),
     path("accounts/", include(experts_urls.account_urlpatterns)),
     path("me/", include(experts_urls.me_urlpatterns)),

@@ -68,7 +68,7 @@ class ErrorCode(models.TextChoices):
                                              "few minutes.")
     WEEKLY_CAPACITY = "weekly_capacity", _("Weekly capacity is a whole number of tasks from %(low)s to %(high)s.")
     UNKNOWN_LANGUAGE = "unknown_language", _("Unknown language: %(value)s.")
-    UNKNOWN_DIMENSION = "unknown_dimension", _("Unknown specialty; choose from the list.")
+    UNKNOWN_SPECIALTY = "unknown_specialty", _("Unknown specialty; choose from the list.")
 
     # The expert's loop.
     LEASE_LIMIT = "lease_limit", _("You already hold as many tasks as you may; finish the one you have first.")
@@ -158,6 +158,34 @@ class ErrorCode(models.TextChoices):
     BATCH_NOT_APPROVED = "batch_not_approved", _("Approve the payout batch before marking it paid.")
     NOT_PAYABLE = "not_payable", _("Only submitted, paid work can be rejected.")
     ALREADY_REJECTED = "already_rejected", _("This submission is already rejected.")
+    # Line errors of an import (`errors` entries; the field and line are shown beside them).
+    LINE_BAD_ENCODING = "line_bad_encoding", _("not valid UTF-8 (byte %(byte)s at byte %(position)s of the line); "
+                                       "save the file as UTF-8")
+    LINE_NOT_JSON = "line_not_json", _("not valid JSON (near column %(column)s)")
+    LINE_NOT_OBJECT = "line_not_object", _("expected a JSON object, got %(got)s")
+    FILE_NO_ROWS = "file_no_rows", _("the file has no rows; expected one JSON object per line")
+    FIELD_MISSING_TEXT = "field_missing_text", _("missing; expected a string")
+    FIELD_NOT_TEXT = "field_not_text", _("expected a non-empty string, got %(got)s")
+    FIELD_TOO_LONG = "field_too_long", _("expected at most %(max)s characters, got %(length)s")
+    FIELD_MISSING_INTEGER_OR_NULL = "field_missing_integer_or_null", _("missing; expected an integer or null")
+    FIELD_NOT_INTEGER_OR_NULL = "field_not_integer_or_null", _("expected an integer or null, got %(got)s")
+    FIELD_MISSING_INTEGER = "field_missing_integer", _("missing; expected an integer")
+    FIELD_NOT_INTEGER = "field_not_integer", _("expected an integer, got %(got)s")
+    FIELD_OUT_OF_RANGE = "field_out_of_range", _("expected an integer between %(min)s and %(max)s, got %(got)s")
+    FIELD_MISSING_LIST = "field_missing_list", _("missing; expected a non-empty list of %(what)s")
+    FIELD_NOT_LIST = "field_not_list", _("expected a non-empty list of %(what)s, got %(got)s")
+    FIELD_NOT_OBJECT = "field_not_object", _("expected an object, got %(got)s")
+    FIELD_NOT_STRING_LIST = "field_not_string_list", _("expected a list of strings, got %(got)s")
+    UNKNOWN_QUESTION = "unknown_question", _("unknown question %(question)s; import the questions first")
+    DUPLICATE_QUESTION = "duplicate_question", _("duplicate question id %(question)s (first on line %(first)s)")
+    UNKNOWN_DIMENSION = "unknown_dimension", _("unknown dimension %(dimension)s; expected a HeartBench dimension "
+                                               "such as “温暖” or “其他”, or its code")
+    BAD_DIFFICULTY = "bad_difficulty", _("expected “normal” or “hard”, got %(got)s")
+    BAD_ROLE = "bad_role", _("expected %(expected)s, got %(got)s")
+    LINE_NOT_BINARY = "line_not_binary", _("expected 0 or 1, got %(got)s")
+    WRONG_COUNT = "wrong_count", _("expected %(expected)s values (one per rubric item), got %(got)s")
+    REFERENCE_REQUIRED = "reference_required", _(
+        "Give the transfer reference of the payment; nothing was marked paid.")
     INVALID_AMOUNT = "invalid_amount", _("Enter a decimal number in range, with at most four decimal places.")
     EFFECTIVE_TOO_SOON = "effective_too_soon", _(
         "A change takes effect one minute from now at the earliest; leave the field empty for that. "

@@ -147,6 +147,10 @@ class TierChange(models.Model):
     from_tier = models.CharField(max_length=10, choices=Tier.choices)
     to_tier = models.CharField(max_length=10, choices=Tier.choices)
     reason = models.TextField()
+    # An automatic change's reason as a code and its numbers, rendered in the reader's
+    # language (experts.tier_reasons); blank for changes by hand and for older rows.
+    reason_code = models.CharField(max_length=40, blank=True, default="")
+    reason_params = models.JSONField(default=dict, blank=True)
     rule = models.ForeignKey(TierRule, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     changed_at = models.DateTimeField()
     changed_by = models.ForeignKey(User, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")

@@ -13,6 +13,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from experts.models import Notification, Tier, User
+from experts.tier_reasons import tier_reason_text
 
 TEMPLATES = {
     "rubric_published": _("Rubric version %(version)s of “%(project)s” is published (%(reason)s). "
@@ -32,6 +33,9 @@ def _render(kind: str, params: dict) -> str:
     for key in TIER_PARAMS:
         if key in values and values[key] in Tier.values:
             values[key] = Tier(values[key]).label
+    if kind == "tier_changed" and values.get("reason_code"):
+        values["reason"] = tier_reason_text(code=values["reason_code"], params=values.get("reason_params") or {},
+                                            fallback=values.get("reason", ""))
     return gettext(TEMPLATES[kind]) % values
 
 

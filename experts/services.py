@@ -123,7 +123,7 @@ def expert_profile_update(*, profile: ExpertProfile, credentials: str, specialty
         ids = {-1}
     dimensions = list(Dimension.objects.filter(pk__in=ids, is_gate=False))
     if len(dimensions) != len(ids):
-        raise _profile_error("specialties", ErrorCode.UNKNOWN_DIMENSION, "Unknown specialty.")
+        raise _profile_error("specialties", ErrorCode.UNKNOWN_SPECIALTY, "Unknown specialty.")
     profile.credentials = credentials
     profile.languages = ",".join(chosen)
     profile.weekly_capacity = capacity

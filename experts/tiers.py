@@ -9,6 +9,7 @@ Every change is written to `TierChange` with the numbers that caused it.
 """
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any, NamedTuple
 
 from django.db import transaction
 from django.utils.translation import gettext_lazy as _
@@ -17,6 +18,12 @@ from core.error_codes import ErrorCode
 from core.errors import DomainError
 from experts.models import TIER_ORDER, ExpertProfile, TierChange, TierRule, User, tier_rank
 from experts.notifications import notification_send
+from experts.tier_reasons import (
+    DEMOTE_CONTROL_ACCURACY,
+    PROMOTE_RULES_MET,
+    percent_param,
+    tier_reason_english,
+)
 
 
 @dataclass(frozen=True)
@@ -89,10 +96,6 @@ def _active_rules() -> dict[tuple[str, str], TierRule]:
     return {(r.tier, r.kind): r for r in TierRule.objects.filter(is_active=True)}
 
 
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1f}%"
-
-
 def _promote_met(rule: TierRule, stats: ExpertStats) -> bool:
     golden = stats.golden_accuracy_pct if stats.golden_items >= rule.min_golden_items else None
     peer = stats.peer_agreement_pct
@@ -101,35 +104,53 @@ def _promote_met(rule: TierRule, stats: ExpertStats) -> bool:
             and (rule.min_peer_agreement_pct == 0 or (peer is not None and peer >= rule.min_peer_agreement_pct)))
 
 
+class TierDecision(NamedTuple):
+    """A change the rules call for: the English reason, and its code and numbers for translation."""
+
+    to_tier: str
+    rule: TierRule
+    reason: str
+    reason_code: str
+    reason_params: dict[str, Any]
+
+
+def _decision(to_tier: str, rule: TierRule, code: str, params: dict[str, Any]) -> TierDecision:
+    return TierDecision(to_tier, rule, tier_reason_english(code=code, params=params), code, params)
+
+
 def tier_decide(*, tier: str, stats: ExpertStats,
-                rules: dict[tuple[str, str], TierRule]) -> tuple[str, TierRule, str] | None:
-    """The one-step change the rules call for at `tier`: (new tier, rule, reason), or None."""
+                rules: dict[tuple[str, str], TierRule]) -> TierDecision | None:
+    """The one-step change the rules call for at `tier`, or None."""
     rank = tier_rank(tier)
     demote = rules.get((tier, TierRule.Kind.DEMOTE))
     if demote is not None and rank > 0:
         accuracy = stats.control_accuracy_pct(demote.window)
         if accuracy is not None and accuracy < demote.demote_below_pct:
-            reason = (f"control-task accuracy {_pct(accuracy)} over the last {demote.window} control tasks "
-                      f"is below {demote.demote_below_pct}%")
-            return TIER_ORDER[rank - 1], demote, reason
+            return _decision(TIER_ORDER[rank - 1], demote, DEMOTE_CONTROL_ACCURACY, {
+                "accuracy": percent_param(accuracy), "window": demote.window,
+                "threshold": demote.demote_below_pct})
     if rank + 1 < len(TIER_ORDER):
         target = TIER_ORDER[rank + 1]
         promote = rules.get((target, TierRule.Kind.PROMOTE))
         if promote is not None and _promote_met(promote, stats):
-            reason = (f"{stats.completed} tasks completed (needs {promote.min_completed}), golden accuracy "
-                      f"{_pct(stats.golden_accuracy_pct)} on {stats.golden_items} items (needs "
-                      f"{promote.min_golden_accuracy_pct}%), peer agreement {_pct(stats.peer_agreement_pct)} "
-                      f"(needs {promote.min_peer_agreement_pct}%)")
-            return target, promote, reason
+            return _decision(target, promote, PROMOTE_RULES_MET, {
+                "completed": stats.completed, "min_completed": promote.min_completed,
+                "golden": percent_param(stats.golden_accuracy_pct), "golden_items": stats.golden_items,
+                "min_golden": promote.min_golden_accuracy_pct, "peer": percent_param(stats.peer_agreement_pct),
+                "min_peer": promote.min_peer_agreement_pct})
     return None
 
 
 def _record(*, profile: ExpertProfile, to_tier: str, reason: str, now: datetime, by: User | None,
-            rule: TierRule | None) -> TierChange:
+            rule: TierRule | None, reason_code: str = "", reason_params: dict[str, Any] | None = None) -> TierChange:
+    reason_params = reason_params or {}
     change = TierChange.objects.create(profile=profile, from_tier=profile.tier, to_tier=to_tier, reason=reason,
+                                       reason_code=reason_code, reason_params=reason_params,
                                        rule=rule, changed_at=now, changed_by=by)
-    notification_send(users=[profile.user], kind="tier_changed", now=now,
-                      params={"from_tier": profile.tier, "to_tier": to_tier, "reason": reason})
+    params: dict[str, Any] = {"from_tier": profile.tier, "to_tier": to_tier, "reason": reason}
+    if reason_code:
+        params |= {"reason_code": reason_code, "reason_params": reason_params}
+    notification_send(users=[profile.user], kind="tier_changed", now=now, params=params)
     profile.tier = to_tier
     profile.save(update_fields=["tier"])
     return change
@@ -151,9 +172,10 @@ def tier_evaluate(*, user: User, stats: ExpertStats, now: datetime) -> list[Tier
         decision = tier_decide(tier=profile.tier, stats=stats, rules=rules)
         if decision is None:
             break
-        to_tier, rule, reason = decision
-        demoted = tier_rank(to_tier) < tier_rank(profile.tier)
-        changes.append(_record(profile=profile, to_tier=to_tier, reason=reason, now=now, by=None, rule=rule))
+        demoted = tier_rank(decision.to_tier) < tier_rank(profile.tier)
+        changes.append(_record(profile=profile, to_tier=decision.to_tier, reason=decision.reason, now=now, by=None,
+                               rule=decision.rule, reason_code=decision.reason_code,
+                               reason_params=decision.reason_params))
         if demoted:
             break
     return changes

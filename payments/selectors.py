@@ -338,6 +338,41 @@ def submissions_for_review(project: Project, *, limit: int = RECENT_LINES) -> li
     return rows
 
 
+def submission_get_for_review(project: Project, assignment_id) -> SubmissionRow:
+    """One paid submission of `project`, as the cost page lists it; NotFound when it is not the project's."""
+    try:
+        entry = (LedgerEntry.objects.filter(project=project, kind=LedgerEntry.Kind.EARNING)
+                 .select_related("assignment__task__response__question", "reversal")
+                 .get(assignment_id=int(assignment_id)))
+    except (LedgerEntry.DoesNotExist, TypeError, ValueError):
+        raise NotFound("No such submission.") from None
+    pseudonym = ExpertProfile.objects.filter(user_id=entry.expert_id).values_list("pseudonym", flat=True).first()
+    reversal = getattr(entry, "reversal", None)
+    return SubmissionRow(
+        assignment_id=entry.assignment_id, task_id=entry.assignment.task_id,
+        question=entry.assignment.task.response.question.external_id,
+        expert=pseudonym or f"#{entry.expert_id}", submitted_at=entry.submitted_at,
+        amount=entry.amount, currency=entry.currency, rejected=reversal is not None,
+        reason=reversal.reason if reversal is not None else "",
+    )
+
+
+@dataclass(frozen=True)
+class PayoutSummary:
+    statements: int
+    experts: int
+    total: Decimal
+    currency: str
+
+
+def payout_batch_summary(batch: PayoutBatch) -> PayoutSummary:
+    """What a payout batch pays: statements with something to pay, distinct experts, the total."""
+    payable = Statement.objects.filter(period_id=batch.period_id, payable__gt=0).aggregate(
+        statements=Count("pk"), experts=Count("expert_id", distinct=True))
+    return PayoutSummary(statements=payable["statements"], experts=payable["experts"], total=batch.total,
+                         currency=batch.currency)
+
+
 def payout_batch_get_for_settler(user: User, batch_id) -> PayoutBatch:
     if not permissions.can_settle(user):
         raise NotFound("No such payout batch.")

@@ -166,14 +166,17 @@ def payout_batch_approve(*, actor: User, batch_id, now: datetime) -> PayoutBatch
     return batch
 
 
-def payout_batch_mark_paid(*, actor: User, batch_id, now: datetime, reference: str = "") -> PayoutBatch:
-    """An admin records that an approved batch was paid (finance's transfer reference optional)."""
+def payout_batch_mark_paid(*, actor: User, batch_id, now: datetime, reference: str) -> PayoutBatch:
+    """An admin records that an approved batch was paid, with finance's transfer reference (required)."""
     with transaction.atomic():
         batch = _batch_for_settler(actor, batch_id)
         if batch.status == PayoutBatch.Status.PAID:
             raise Conflict("This payout batch is already marked paid.", code="batch_paid")
         if batch.status != PayoutBatch.Status.APPROVED:
             raise Conflict("Approve the payout batch before marking it paid.", code="batch_not_approved")
+        if not (reference or "").strip():
+            raise DomainError("Give the transfer reference of the payment; nothing was marked paid.",
+                              code="reference_required", errors=[{"field": "reference", "message": "required"}])
         batch.status = PayoutBatch.Status.PAID
         batch.paid_at = now
         batch.paid_by = actor

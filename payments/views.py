@@ -19,10 +19,13 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_POST
 
-from core.errors import DomainError, NotFound, error_message
+from core.confirm import Confirmation, confirmation_given, confirmation_page
+from core.errors import Conflict, DomainError, NotFound, error_message
 from core.pages import render_page
 from payments import permissions, selectors, services
 from payments.models import PayoutBatch
@@ -105,10 +108,26 @@ def _after_action(request: HttpRequest, project_id: int, *, done: str | None = N
     return redirect(reverse("project_costs", args=[project_id]))
 
 
+def _costs_url(project_id: int) -> str:
+    return reverse("project_costs", args=[project_id])
+
+
 @login_required
 @require_POST
 def period_close(request: HttpRequest, project_id: int) -> HttpResponse:
     """An admin closes the project's open period now: statements and a payout batch to approve."""
+    if not confirmation_given(request):
+        if not permissions.can_settle(request.user):
+            raise NotFound("No such project.")
+        selectors.project_get_for_costs(request.user, project_id)
+        return confirmation_page(request, Confirmation(
+            title=_("Close the open period now?"),
+            consequences=[
+                _("Every expert's earnings of the open period go onto a statement; a new period opens."),
+                _("A payout batch is drafted for the statements; it waits for an admin's approval."),
+            ],
+            action_url=request.path, cancel_url=_costs_url(project_id), confirm_label=_("Close the period"),
+            danger=False))
     try:
         settled = services.period_close_now(actor=request.user, project_id=project_id, now=timezone.now())
     except DomainError as exc:
@@ -121,18 +140,43 @@ def period_close(request: HttpRequest, project_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def submission_reject(request: HttpRequest, project_id: int, assignment_id: int) -> HttpResponse:
-    """A PM rejects a submission: a reversal with the reason, deducted from the expert's pay."""
+    """A PM rejects a submission: a reversal with the reason, deducted from the expert's pay.
+
+    The first post names the amount and who sees the reason; only the confirmed post writes.
+    """
+    reason = request.POST.get("reason", "").strip()
+    if not confirmation_given(request):
+        project = selectors.project_get_for_costs(request.user, project_id)
+        row = selectors.submission_get_for_review(project, assignment_id)
+        if row.rejected:
+            return _after_action(request, project_id, error=Conflict(
+                "This submission is already rejected.", code="already_rejected"))
+        if not reason:
+            return _after_action(request, project_id, error=DomainError(
+                "Give a reason for the rejection.", code="reason_required",
+                errors=[{"field": "reason", "message": "required"}]))
+        return confirmation_page(request, Confirmation(
+            title=_("Reject the submission of task #%(task)s by %(expert)s?") % {"task": row.task_id,
+                                                                                  "expert": row.expert},
+            consequences=[
+                _("%(amount)s %(currency)s will be deducted from the expert's next statement.")
+                % {"amount": row.amount, "currency": row.currency},
+                _("The expert sees the reason on their statement: “%(reason)s”.") % {"reason": reason},
+                _("The rejection is final; the earning itself stays in the ledger beside its reversal."),
+            ],
+            action_url=request.path, cancel_url=_costs_url(project_id), fields={"reason": reason},
+            confirm_label=_("Reject and deduct")))
     try:
         entry = services.submission_reject(actor=request.user, assignment_id=assignment_id,
-                                           reason=request.POST.get("reason", ""), now=timezone.now())
+                                           reason=reason, now=timezone.now())
     except DomainError as exc:
         return _after_action(request, project_id, error=exc)
     return _after_action(request, entry.project_id, done=_("Submission rejected; %(amount)s %(currency)s reversed.")
                          % {"amount": -entry.amount, "currency": entry.currency})
 
 
-def _batch_action(request: HttpRequest, batch_id: int, action: Callable[..., PayoutBatch], done: str) -> HttpResponse:
-    batch = selectors.payout_batch_get_for_settler(request.user, batch_id)
+def _batch_action(request: HttpRequest, batch: PayoutBatch, action: Callable[..., PayoutBatch],
+                  done: str) -> HttpResponse:
     try:
         action(actor=request.user, batch_id=batch.pk)
     except DomainError as exc:
@@ -140,11 +184,31 @@ def _batch_action(request: HttpRequest, batch_id: int, action: Callable[..., Pay
     return _after_action(request, batch.project_id, done=done)
 
 
+def _batch_consequences(batch: PayoutBatch) -> list[str]:
+    summary = selectors.payout_batch_summary(batch)
+    return [
+        ngettext("%(count)d statement to %(experts)d expert(s)", "%(count)d statements to %(experts)d expert(s)",
+                 summary.statements) % {"count": summary.statements, "experts": summary.experts},
+        _("Total: %(total)s %(currency)s, for the period %(start)s – %(end)s.") % {
+            "total": summary.total, "currency": summary.currency,
+            "start": date_format(timezone.localtime(batch.period.starts_at), "SHORT_DATETIME_FORMAT"),
+            "end": date_format(timezone.localtime(batch.period.ends_at), "SHORT_DATETIME_FORMAT")},
+    ]
+
+
 @login_required
 @require_POST
 def batch_approve(request: HttpRequest, batch_id: int) -> HttpResponse:
+    batch = selectors.payout_batch_get_for_settler(request.user, batch_id)
+    if not confirmation_given(request):
+        return confirmation_page(request, Confirmation(
+            title=_("Approve this payout batch for payment?"),
+            consequences=[*_batch_consequences(batch),
+                          _("Once approved, the batch can be paid and marked paid; it cannot be un-approved.")],
+            action_url=request.path, cancel_url=_costs_url(batch.project_id), confirm_label=_("Approve payout"),
+            danger=False))
     return _batch_action(
-        request, batch_id,
+        request, batch,
         lambda **kw: services.payout_batch_approve(now=timezone.now(), **kw),
         _("Payout batch approved."))
 
@@ -152,9 +216,18 @@ def batch_approve(request: HttpRequest, batch_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def batch_mark_paid(request: HttpRequest, batch_id: int) -> HttpResponse:
-    reference = request.POST.get("reference", "")
+    """Record a batch as paid; the transfer reference is asked for on the confirmation step."""
+    batch = selectors.payout_batch_get_for_settler(request.user, batch_id)
+    reference = request.POST.get("reference", "").strip()
+    if not confirmation_given(request):
+        return confirmation_page(request, Confirmation(
+            title=_("Mark this payout batch as paid?"),
+            consequences=[*_batch_consequences(batch),
+                          _("Do this only after the transfer went out; marking paid cannot be undone.")],
+            action_url=request.path, cancel_url=_costs_url(batch.project_id), confirm_label=_("Mark paid"),
+            inputs=[("reference", _("Transfer reference (required)"), reference, True)], danger=False))
     return _batch_action(
-        request, batch_id,
+        request, batch,
         lambda **kw: services.payout_batch_mark_paid(now=timezone.now(), reference=reference, **kw),
         _("Payout batch marked paid."))
 

@@ -126,6 +126,9 @@ def _labels_by_item(*, task_ids: list[int]) -> dict[tuple[int, int], dict[str, i
     return labels
 
 
+UTF8_BOM = "\ufeff"
+
+
 def consensus_export(*, rows: Iterable[dict[str, Any]], fmt: str) -> Iterator[bytes]:
     """Encode consensus rows as `fmt` (jsonl, csv or parquet), yielding bytes as they are ready."""
     export_format_check(fmt=fmt)
@@ -147,6 +150,9 @@ def _jsonl_chunks(rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:
 
 def _csv_chunks(rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:
     buffer = io.StringIO()
+    # A UTF-8 byte-order mark first: without it Excel reads the file in the system code page
+    # and the Chinese dialogue turns to mojibake. csv readers skip it with encoding="utf-8-sig".
+    buffer.write(UTF8_BOM)
     writer = csv.writer(buffer)
     writer.writerow(COLUMNS)
     for row in rows:

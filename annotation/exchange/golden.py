@@ -31,6 +31,7 @@ from annotation.lock_objects import project_imports_lock
 from annotation.models import Assignment, GoldenReference, Project, Question, Response, Task
 from annotation.projects.rules import project_check_writable
 from annotation.selectors import rubric_version_current
+from core.error_codes import ErrorCode
 from core.errors import DomainError
 from rubrics.models import RubricItem, RubricVersion
 
@@ -64,9 +65,11 @@ def _read_labels(reader: RowReader, row: dict, expected: int | None) -> list[int
         return None
     bad = [i for i, v in enumerate(value) if isinstance(v, bool) or v not in (0, 1)]
     for i in bad:
-        reader.error(f"{key}[{i}]", f"expected 0 or 1, got {describe(value[i])}")
+        reader.error(f"{key}[{i}]", f"expected 0 or 1, got {describe(value[i])}", code=ErrorCode.LINE_NOT_BINARY,
+                     params={"got": describe(value[i])})
     if expected is not None and len(value) != expected:
-        reader.error(key, f"expected {expected} values (one per rubric position of the question), got {len(value)}")
+        reader.error(key, f"expected {expected} values (one per rubric position of the question), got {len(value)}",
+                     code=ErrorCode.WRONG_COUNT, params={"expected": expected, "got": len(value)})
         return None
     return None if bad else list(value)
 

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from core.error_codes import ErrorCode
-from core.errors import DomainError
+from core.errors import DomainError, field_error_message
 
 MAX_LISTED_ERRORS = 50
 INT32 = 2**31 - 1
@@ -83,10 +85,15 @@ class LineErrors:
     def __bool__(self) -> bool:
         return self.total > 0
 
-    def add(self, line: int | None, field: str | None, message: str) -> None:
+    def add(self, line: int | None, field: str | None, message: str, *, code: str = "",
+            params: dict[str, Any] | None = None) -> None:
+        """Record one problem; `code` and `params` let a page say it in the reader's language."""
         self.total += 1
         if len(self.listed) < MAX_LISTED_ERRORS:
-            self.listed.append({"line": line, "field": field, "message": message})
+            entry: dict[str, Any] = {"line": line, "field": field, "message": message}
+            if code:
+                entry |= {"code": code, "params": params or {}}
+            self.listed.append(entry)
 
     def raise_if_any(self, *, source: str) -> None:
         """Raise one DomainError carrying every listed error; the summary quotes the first."""
@@ -98,7 +105,50 @@ class LineErrors:
         noun = "error" if self.total == 1 else "errors"
         summary = f"{source}: {self.total} {noun}, nothing was imported. First: {first}"
         raise DomainError(summary, code=ErrorCode.INVALID_FILE, errors=list(self.listed),
-                          params={"source": source, "count": self.total, "first": first})
+                          params={"source": source, "count": self.total,
+                                  "first": _FirstError(self.listed[0], self.total - len(self.listed))})
+
+
+class _FirstError:
+    """The first problem of a file, rendered when the summary is: in the reader's language."""
+
+    def __init__(self, error: dict[str, Any], unlisted: int) -> None:
+        self.error = error
+        self.unlisted = unlisted
+
+    def __str__(self) -> str:
+        text = line_error_sentence(self.error)
+        if self.unlisted:
+            text += gettext(" (%(more)d more not shown)") % {"more": self.unlisted}
+        return text
+
+
+# Words the messages put in their params, shown in the reader's language.
+PARAM_WORDS = {
+    "an object": _("an object"), "a list": _("a list"),
+    "rubric items": _("rubric items"), "rubrics": _("rubric items"), "turns": _("dialogue turns"),
+}
+
+
+def line_error_text(error: dict[str, Any]) -> str:
+    """One line error's problem in the active language (the English message for uncoded ones)."""
+    params = {key: str(PARAM_WORDS[value]) if isinstance(value, str) and value in PARAM_WORDS else value
+              for key, value in dict(error.get("params") or {}).items()}
+    return field_error_message({**error, "params": params})
+
+
+def line_error_sentence(error: dict[str, Any]) -> str:
+    """`第 3 行，字段 dialogue：应为……` / `line 3, field dialogue: expected ...` in the active language."""
+    text = line_error_text(error)
+    line, field = error.get("line"), error.get("field")
+    if line is not None and field:
+        return gettext("line %(line)s, field %(field)s: %(problem)s") % {"line": line, "field": field,
+                                                                        "problem": text}
+    if line is not None:
+        return gettext("line %(line)s: %(problem)s") % {"line": line, "problem": text}
+    if field:
+        return gettext("field %(field)s: %(problem)s") % {"field": field, "problem": text}
+    return text
 
 
 def format_line_error(error: dict[str, Any]) -> str:
@@ -125,21 +175,24 @@ def jsonl_objects(data: bytes, errors: LineErrors) -> Iterator[tuple[int, dict[s
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             errors.add(number, None, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} "
-                                     "of the line); save the file as UTF-8")
+                                     "of the line); save the file as UTF-8", code=ErrorCode.LINE_BAD_ENCODING,
+                       params={"byte": f"0x{raw[exc.start]:02x}", "position": exc.start + 1})
             continue
         if not text.strip():
             continue
         try:
             row = json.loads(text)
         except json.JSONDecodeError as exc:
-            errors.add(number, None, f"not valid JSON ({exc.msg} at column {exc.colno})")
+            errors.add(number, None, f"not valid JSON ({exc.msg} at column {exc.colno})",
+                       code=ErrorCode.LINE_NOT_JSON, params={"column": exc.colno})
             continue
         except (ValueError, RecursionError) as exc:
             # Python's own limits: integers of thousands of digits, arrays nested thousands deep.
             errors.add(number, None, f"not valid JSON ({exc.__class__.__name__}: {str(exc)[:80]})")
             continue
         if not isinstance(row, dict):
-            errors.add(number, None, f"expected a JSON object, got {describe(row)}")
+            errors.add(number, None, f"expected a JSON object, got {describe(row)}", code=ErrorCode.LINE_NOT_OBJECT,
+                       params={"got": describe(row)})
             continue
         yield number, row
 
@@ -163,23 +216,25 @@ class RowReader:
         self.line = line
         self.failed = False
 
-    def error(self, field: str | None, message: str) -> None:
+    def error(self, field: str | None, message: str, *, code: str = "", params: dict[str, Any] | None = None) -> None:
         self.failed = True
-        self.errors.add(self.line, field, message)
+        self.errors.add(self.line, field, message, code=code, params=params)
 
     def text(self, obj: dict[str, Any], key: str, path: str, *, required: bool = True,
              max_length: int | None = None, blank: bool = False) -> str | None:
         """A string field. `blank=False` refuses empty and whitespace-only text."""
         if key not in obj or (obj[key] is None and not required):
             if required:
-                self.error(path, "missing; expected a string")
+                self.error(path, "missing; expected a string", code=ErrorCode.FIELD_MISSING_TEXT)
             return None
         value = obj[key]
         if not isinstance(value, str) or (not blank and not value.strip()):
-            self.error(path, f"expected a non-empty string, got {describe(value)}")
+            self.error(path, f"expected a non-empty string, got {describe(value)}", code=ErrorCode.FIELD_NOT_TEXT,
+                       params={"got": describe(value)})
             return None
         if max_length is not None and len(value) > max_length:
-            self.error(path, f"expected at most {max_length} characters, got {len(value)}")
+            self.error(path, f"expected at most {max_length} characters, got {len(value)}",
+                       code=ErrorCode.FIELD_TOO_LONG, params={"max": max_length, "length": len(value)})
             return None
         problem = _unstorable(value)
         if problem:
@@ -190,44 +245,50 @@ class RowReader:
     def integer_or_null(self, obj: dict[str, Any], key: str, path: str) -> tuple[bool, int | None]:
         """(ok, value) for a field that must be present and hold an integer or null."""
         if key not in obj:
-            self.error(path, "missing; expected an integer or null")
+            self.error(path, "missing; expected an integer or null", code=ErrorCode.FIELD_MISSING_INTEGER_OR_NULL)
             return False, None
         value = obj[key]
         if value is None:
             return True, None
         if isinstance(value, bool) or not isinstance(value, int):
-            self.error(path, f"expected an integer or null, got {describe(value)}")
+            self.error(path, f"expected an integer or null, got {describe(value)}",
+                       code=ErrorCode.FIELD_NOT_INTEGER_OR_NULL, params={"got": describe(value)})
             return False, None
         return self._in_range(value, path), value
 
     def integer(self, obj: dict[str, Any], key: str, path: str) -> int | None:
         if key not in obj:
-            self.error(path, "missing; expected an integer")
+            self.error(path, "missing; expected an integer", code=ErrorCode.FIELD_MISSING_INTEGER)
             return None
         value = obj[key]
         if isinstance(value, bool) or not isinstance(value, int):
-            self.error(path, f"expected an integer, got {describe(value)}")
+            self.error(path, f"expected an integer, got {describe(value)}", code=ErrorCode.FIELD_NOT_INTEGER,
+                       params={"got": describe(value)})
             return None
         return value if self._in_range(value, path) else None
 
     def _in_range(self, value: int, path: str) -> bool:
         if abs(value) > INT32:
-            self.error(path, f"expected an integer between {-INT32} and {INT32}, got {describe(value)}")
+            self.error(path, f"expected an integer between {-INT32} and {INT32}, got {describe(value)}",
+                       code=ErrorCode.FIELD_OUT_OF_RANGE, params={"min": -INT32, "max": INT32, "got": describe(value)})
             return False
         return True
 
     def object_list(self, obj: dict[str, Any], key: str, path: str, *, what: str) -> list[dict[str, Any]] | None:
         """A non-empty list whose members are all objects; `what` names the members for the message."""
         if key not in obj:
-            self.error(path, f"missing; expected a non-empty list of {what}")
+            self.error(path, f"missing; expected a non-empty list of {what}", code=ErrorCode.FIELD_MISSING_LIST,
+                       params={"what": what})
             return None
         value = obj[key]
         if not isinstance(value, list) or not value:
-            self.error(path, f"expected a non-empty list of {what}, got {describe(value)}")
+            self.error(path, f"expected a non-empty list of {what}, got {describe(value)}",
+                       code=ErrorCode.FIELD_NOT_LIST, params={"what": what, "got": describe(value)})
             return None
         bad = [i for i, member in enumerate(value) if not isinstance(member, dict)]
         for i in bad:
-            self.error(f"{path}[{i}]", f"expected an object, got {describe(value[i])}")
+            self.error(f"{path}[{i}]", f"expected an object, got {describe(value[i])}", code=ErrorCode.FIELD_NOT_OBJECT,
+                       params={"got": describe(value[i])})
         return None if bad else value
 
     def string_list(self, obj: dict[str, Any], key: str, path: str) -> list[str] | None:
@@ -236,7 +297,8 @@ class RowReader:
         if value is None:
             return []
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            self.error(path, f"expected a list of strings, got {describe(value)}")
+            self.error(path, f"expected a list of strings, got {describe(value)}",
+                       code=ErrorCode.FIELD_NOT_STRING_LIST, params={"got": describe(value)})
             return None
         problem = next(filter(None, map(_unstorable, value)), None)
         if problem:

@@ -23,6 +23,7 @@ from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult, Project, Qu
 from annotation.projects.rules import project_check_writable
 from annotation.selectors import rubric_version_current
 from core.after_commit import task_send_on_commit
+from core.error_codes import ErrorCode
 from core.errors import DomainError
 from experts.models import User
 from rubrics.models import RubricItem, RubricVersion
@@ -177,7 +178,8 @@ def _rows_validated(*, project: Project, version: RubricVersion, run: JudgeRun |
             continue
         expected = item_counts.get(question_id, 0)
         if len(detail) != expected:
-            reader.error("detail", f"expected {expected} values (one per rubric item), got {len(detail)}")
+            reader.error("detail", f"expected {expected} values (one per rubric item), got {len(detail)}",
+                         code=ErrorCode.WRONG_COUNT, params={"expected": expected, "got": len(detail)})
             continue
         if task_id in first_line:
             reader.error("question_id", f"duplicate labels for model {describe(model)} on question "
@@ -196,7 +198,7 @@ def _rows_validated(*, project: Project, version: RubricVersion, run: JudgeRun |
             continue
         rows.append(_Row(line=line, task_id=task_id, question_ref=question_id, detail=detail, reason=reason))
     if not rows_seen and not errors:
-        errors.add(None, None, "the file has no rows; expected one JSON object per line")
+        errors.add(None, None, "the file has no rows; expected one JSON object per line", code=ErrorCode.FILE_NO_ROWS)
     errors.raise_if_any(source=source)
     return rows, skipped
 
@@ -213,7 +215,8 @@ def _detail_values(reader: RowReader, obj: dict[str, Any]) -> list[int] | None:
     for i, value in enumerate(detail):
         # true/false and 1.0 are refused: a file that bends the format is not trusted on order either.
         if isinstance(value, bool) or not isinstance(value, int) or value not in (0, 1):
-            reader.error(f"detail[{i}]", f"expected 0 or 1, got {describe(value)}")
+            reader.error(f"detail[{i}]", f"expected 0 or 1, got {describe(value)}", code=ErrorCode.LINE_NOT_BINARY,
+                         params={"got": describe(value)})
             ok = False
     return detail if ok else None
 
@@ -222,7 +225,8 @@ def _task_for(reader: RowReader, question_id: str, model: str, questions: set[st
               responses: set[tuple[str, str]], tasks: dict[tuple[str, str], int],
               version: RubricVersion) -> int | None:
     if question_id not in questions:
-        reader.error("question_id", f"unknown question {describe(question_id)}; import the questions first")
+        reader.error("question_id", f"unknown question {describe(question_id)}; import the questions first",
+                     code=ErrorCode.UNKNOWN_QUESTION, params={"question": describe(question_id)})
         return None
     if (question_id, model) not in responses:
         reader.error("model", f"no response of model {describe(model)} to question {describe(question_id)}; "

@@ -54,6 +54,7 @@ from annotation.models import Difficulty, Project, Question
 from annotation.projects.rules import project_check_writable
 from annotation.rubric_editing.publishing import rubric_draft_get_or_create, rubric_version_publish
 from annotation.selectors import rubric_version_current
+from core.error_codes import ErrorCode
 from rubrics.models import Dimension, RubricItem
 
 HEARTBENCH_ROLES = {"A": "A", "B": "B"}
@@ -165,12 +166,14 @@ def _parse_file(*, data: bytes, source: str) -> list[ParsedQuestion]:
             continue
         if question.external_id in first_line:
             errors.add(line, question.id_field, f"duplicate question id {describe(question.external_id)} "
-                                                f"(first on line {first_line[question.external_id]})")
+                                                f"(first on line {first_line[question.external_id]})",
+                       code=ErrorCode.DUPLICATE_QUESTION,
+                       params={"question": describe(question.external_id), "first": first_line[question.external_id]})
             continue
         first_line[question.external_id] = line
         parsed.append(question)
     if not rows_seen and not errors:
-        errors.add(None, None, "the file has no rows; expected one JSON object per line")
+        errors.add(None, None, "the file has no rows; expected one JSON object per line", code=ErrorCode.FILE_NO_ROWS)
     errors.raise_if_any(source=source)
     return parsed
 
@@ -249,7 +252,8 @@ def _parse_dialogue(reader: RowReader, row: dict[str, Any], key: str, *,
     for index, raw in enumerate(raw_turns):
         role = raw.get("role")
         if not isinstance(role, str) or role not in roles:
-            reader.error(f"{key}[{index}].role", f"expected {expected}, got {describe(role)}")
+            reader.error(f"{key}[{index}].role", f"expected {expected}, got {describe(role)}", code=ErrorCode.BAD_ROLE,
+                         params={"expected": " / ".join(f'"{r}"' for r in roles), "got": describe(role)})
             continue
         content = reader.text(raw, "content", f"{key}[{index}].content")
         if content is None or roles[role] is None:
@@ -273,7 +277,8 @@ def _dimension(reader: RowReader, dimensions: DimensionIndex, name: str | None, 
     dimension_id = dimensions.get(name)
     if dimension_id is None:
         reader.error(path, f"unknown dimension {describe(name)}; expected a HeartBench dimension such as "
-                           '"温暖" or "其他", or its code')
+                           '"温暖" or "其他", or its code', code=ErrorCode.UNKNOWN_DIMENSION,
+                     params={"dimension": describe(name)})
     return dimension_id
 
 
@@ -292,7 +297,8 @@ def _healthbench_dimension(reader: RowReader, dimensions: DimensionIndex, tags: 
 
 def _difficulty(reader: RowReader, value: Any, path: str) -> str:
     if value not in Difficulty.values:
-        reader.error(path, f'expected "normal" or "hard", got {describe(value)}')
+        reader.error(path, f'expected "normal" or "hard", got {describe(value)}', code=ErrorCode.BAD_DIFFICULTY,
+                     params={"got": describe(value)})
         return Difficulty.NORMAL
     return value
 

@@ -21,6 +21,7 @@ from annotation.models import Project, Question, Response
 from annotation.projects.rules import project_check_writable
 from annotation.rubric_editing.publishing import tasks_ensure_for_version
 from annotation.selectors import rubric_version_current
+from core.error_codes import ErrorCode
 from core.errors import DomainError
 
 MODEL_NAME_MAX = 200
@@ -90,7 +91,7 @@ def _parse_file(*, data: bytes, default_model: str | None, source: str) -> list[
         first_line[question_id, model] = line
         rows.append((line, question_id, model, text))
     if not rows_seen and not errors:
-        errors.add(None, None, "the file has no rows; expected one JSON object per line")
+        errors.add(None, None, "the file has no rows; expected one JSON object per line", code=ErrorCode.FILE_NO_ROWS)
     errors.raise_if_any(source=source)
     return rows
 
@@ -111,7 +112,8 @@ def _split_new(*, project: Project, rows: list[tuple[int, str, str, str]],
     for line, question_id, model, text in rows:
         question_pk = question_pks.get(question_id)
         if question_pk is None:
-            errors.add(line, "question_id", f"unknown question {describe(question_id)}; import the questions first")
+            errors.add(line, "question_id", f"unknown question {describe(question_id)}; import the questions first",
+                       code=ErrorCode.UNKNOWN_QUESTION, params={"question": describe(question_id)})
             continue
         stored_text = stored.get((question_pk, model))
         if stored_text is None:

@@ -3,6 +3,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 
 class Task(models.Model):
@@ -14,7 +15,7 @@ class Task(models.Model):
     """
 
     class Status(models.TextChoices):
-        OPEN = "open", _("Open")
+        OPEN = "open", pgettext_lazy("task state", "Open")
         FULL = "full", _("All slots leased")
         COMPLETE = "complete", _("Complete")
 

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from annotation.lock_objects import project_imports_lock
-from annotation.models import Project, Question
+from annotation.models import Label, Project, Question
 from annotation.projects.rules import project_check_writable
 from annotation.rubric_editing.diff import RubricDiff, rubric_version_diff
 from annotation.rubric_editing.publishing import rubric_draft_get_or_create, rubric_version_publish
@@ -99,11 +99,34 @@ def rubric_draft_item_add(*, project: Project, question_ref: str, content, score
             dimension=clean.dimension, score=clean.score, content=clean.content)
 
 
+@dataclass(frozen=True)
+class ItemRemoval:
+    item: RubricItem
+    published_version: int | None
+    published_labels: int
+
+
+def rubric_draft_item_removal(*, project: Project, item_id) -> ItemRemoval:
+    """What removing a draft item touches: the same item in the published version and its labels.
+
+    Labels point at the published version's item, never at the draft's, so removing the draft
+    item deletes no label; publishing then re-queues the question's tasks on the new version.
+    """
+    item = _draft_item(project=project, item_id=item_id)
+    published = (RubricItem.objects.filter(version__rubric_id=project.rubric_id,
+                                           version__status=RubricVersion.Status.PUBLISHED, item_key=item.item_key)
+                 .select_related("version").order_by("-version__number").first())
+    if published is None:
+        return ItemRemoval(item=item, published_version=None, published_labels=0)
+    return ItemRemoval(item=item, published_version=published.version.number,
+                       published_labels=Label.objects.filter(rubric_item=published).count())
+
+
 def rubric_draft_item_delete(*, project: Project, item_id) -> None:
     """Remove an item from the draft."""
     project_check_writable(project)
     with transaction.atomic():
-        _draft_item(project=project, item_id=item_id).delete()
+        _draft_item(project=project, item_id=item_id).delete()  # the draft's item carries no label
 
 
 def rubric_draft_guidelines_update(*, project: Project, guidelines: str) -> RubricVersion:

@@ -10,7 +10,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.text import Truncator
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.models import Project, Question
@@ -18,12 +20,14 @@ from annotation.rubric_editing.services import (
     rubric_draft_guidelines_update,
     rubric_draft_item_add,
     rubric_draft_item_delete,
+    rubric_draft_item_removal,
     rubric_draft_item_update,
     rubric_draft_start,
     rubric_draft_view,
     rubric_version_publish_by_number,
 )
 from annotation.selectors import project_get_for_user
+from core.confirm import Confirmation, confirmation_given, confirmation_page
 from core.errors import DomainError, NotFound, error_message
 from rubrics.guidelines import GUIDELINES_MAX, dimension_anchor
 from rubrics.models import Dimension, RubricItem
@@ -124,7 +128,38 @@ def rubric_item_add(request: HttpRequest, project_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def rubric_item_delete(request: HttpRequest, project_id: int, item_id: int) -> HttpResponse:
+    """Remove an item from the draft, after a step that names the item and what removing it does."""
     project = project_get_for_user(request.user, project_id, manage=True)
+    question = request.POST.get("question", "")
+    if not confirmation_given(request):
+        try:
+            removal = rubric_draft_item_removal(project=project, item_id=item_id)
+        except NotFound:
+            raise  # the 404 page, from core.middleware
+        except DomainError as exc:
+            return _refused(request, project, exc)
+        item = removal.item
+        consequences = [
+            _("Item %(key)s of question %(question)s (%(dimension)s): “%(content)s”.") % {
+                "key": item.item_key, "question": item.question_ref, "dimension": item.dimension.display_name,
+                "content": Truncator(item.content).chars(160)},
+            _("It leaves the draft: the next published version no longer has it, and its key is never reused."),
+        ]
+        if removal.published_labels:
+            consequences.append(ngettext(
+                "%(count)d label already made on it under v%(version)s stays with that version; after publishing, "
+                "this question's tasks are annotated again on the new version.",
+                "%(count)d labels already made on it under v%(version)s stay with that version; after publishing, "
+                "this question's tasks are annotated again on the new version.",
+                removal.published_labels) % {"count": removal.published_labels,
+                                             "version": removal.published_version})
+        else:
+            consequences.append(_("No label has been made on it yet."))
+        return confirmation_page(request, Confirmation(
+            title=_("Remove item %(key)s from the draft?") % {"key": item.item_key},
+            consequences=consequences, action_url=request.path,
+            cancel_url=_back(project, question or item.question_ref),
+            fields={"question": question or item.question_ref}, confirm_label=_("Remove from the draft")))
     try:
         rubric_draft_item_delete(project=project, item_id=item_id)
     except NotFound:
@@ -132,7 +167,7 @@ def rubric_item_delete(request: HttpRequest, project_id: int, item_id: int) -> H
     except DomainError as exc:
         return _refused(request, project, exc)
     messages.success(request, _("Item removed from the draft."))
-    return redirect(_back(project, request.POST.get("question")))
+    return redirect(_back(project, question))
 
 
 @login_required

@@ -23,6 +23,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
     "guardian",
@@ -144,6 +145,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Expert annotation of LLM responses against per-question rubrics.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI served from our own static files (vendored by drf-spectacular-sidecar):
+    # /api/docs/ works offline and under the strict CSP (see core.api_docs).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }
 
 LOGGING = {

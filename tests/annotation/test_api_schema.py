@@ -1,9 +1,13 @@
 """The OpenAPI schema: it builds without a warning, validates, and documents the body of every
 success answer under /api/v1/ (STYLE, "Side by side" habit 6)."""
+import re
+
 import pytest
 from django.core.management import call_command
 from drf_spectacular.drainage import GENERATOR_STATS
 from drf_spectacular.generators import SchemaGenerator
+
+from tests.factories import PMFactory
 
 METHODS = ("get", "post", "put", "patch", "delete")
 
@@ -38,3 +42,15 @@ def test_every_success_answer_has_a_documented_body(operation):
 
     assert success, "no 2xx answer at all"
     assert undocumented == []
+
+
+@pytest.mark.django_db
+def test_the_api_docs_page_loads_only_our_own_static_files_and_no_inline_script(client):
+    client.force_login(PMFactory())
+
+    page = client.get("/api/docs/").content.decode()
+
+    sources = re.findall(r'<script src="([^"]+)"', page) + re.findall(r'<link rel="stylesheet" href="([^"]+)"', page)
+    assert sources and all(s.startswith("/static/") for s in sources)
+    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in sources
+    assert "<script>" not in page and "<style" not in page

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.exchange.export import consensus_export, consensus_rows
+from annotation.exchange.export import COLUMNS, consensus_export, consensus_rows
 from annotation.models import Assignment, ItemConsensus, Label, Task
 from rubrics.models import RubricItem
 from tests.factories import ExpertFactory, PMFactory, make_project_with_tasks
@@ -113,10 +113,12 @@ def test_jsonl_has_one_object_per_line_and_no_usernames(project, experts):
     assert all(e.username not in content.decode() for e in experts)
 
 
-def test_csv_has_a_header_and_the_labels_as_json(project, experts):
-    content = b"".join(consensus_export(rows=consensus_rows(project=project), fmt="csv")).decode()
+def test_csv_starts_with_a_byte_order_mark_then_a_header_and_the_labels_as_json(project, experts):
+    raw = b"".join(consensus_export(rows=consensus_rows(project=project), fmt="csv"))
 
-    rows = list(csv.DictReader(io.StringIO(content)))
+    assert raw.startswith(b"\xef\xbb\xbf") and not raw[3:].startswith(b"\xef\xbb\xbf")
+    rows = list(csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))))
+    assert list(rows[0])[0] == COLUMNS[0]
     assert len(rows) == 12
     assert json.loads(rows[2]["labels"]) == {e.expert_profile.pseudonym: v for e, v in zip(experts, (0, 0, 1))}
     assert (rows[2]["majority"], rows[2]["zone"], rows[2]["judge_label"]) == ("0", "split", "")
@@ -209,7 +211,9 @@ def test_the_pm_streams_csv(api, pm, project):
 
     assert response.status_code == 200
     assert response["Content-Type"] == "text/csv; charset=utf-8"
-    assert len(list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))) == 12
+    raw = b"".join(response.streaming_content)
+    assert raw[:3] == b"\xef\xbb\xbf"
+    assert len(list(csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))))) == 12
 
 
 def test_an_admin_streams_parquet(api, admin_user, project):

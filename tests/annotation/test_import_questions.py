@@ -247,7 +247,8 @@ def test_an_empty_file_is_refused(seeded, content):
         questions_import(project=seeded, data=content, now=NOW, source="empty.jsonl")
 
     assert caught.value.errors == [{"line": None, "field": None,
-                                    "message": "the file has no rows; expected one JSON object per line"}]
+                                    "message": "the file has no rows; expected one JSON object per line",
+                                    "code": "file_no_rows", "params": {}}]
     assert counts() == before
 
 
@@ -417,7 +418,8 @@ def test_a_bad_file_through_the_api_is_400_with_the_line_errors(api, pm, seeded)
 
     assert response.status_code == 400
     assert response.json()["errors"] == [
-        {"line": 2, "field": "rubric[1].score", "message": 'expected an integer or null, got "high"'}]
+        {"line": 2, "field": "rubric[1].score", "message": 'expected an integer or null, got "high"',
+         "code": "field_not_integer_or_null", "params": {"got": '"high"'}}]
     assert response.json()["detail"].startswith("questions.jsonl: 1 error, nothing was imported.")
     assert counts() == before
 

@@ -269,7 +269,8 @@ def test_api_lists_line_errors_and_writes_nothing(api, pm, project: Project) -> 
 
     assert response.status_code == 400
     assert response.json()["errors"] == [{"line": 3, "field": "detail",
-                                          "message": "expected 3 values (one per rubric item), got 4"}]
+                                          "message": "expected 3 values (one per rubric item), got 4",
+                                          "code": "wrong_count", "params": {"expected": 3, "got": 4}}]
     assert_nothing_written()
 
 

@@ -355,3 +355,41 @@ def test_conflict_for_items_of_a_published_version_in_the_service(project):
 
     with pytest.raises(Conflict):
         rubric_draft_item_update(project=project, item_id=item.pk, content="x", score=1, dimension="warmth")
+
+
+def test_removing_a_draft_item_asks_first_naming_the_item_and_its_labels(client, project, pm):
+    expert = calibrated(project)
+    lease = assignment_claim_next(project=project, expert=expert, now=timezone.now())
+    keys = [i.item_key for i in rubric_items_for_task(lease.task)]
+    labels_submit(expert=expert, assignment_id=lease.pk, labels=dict.fromkeys(keys, 1), now=timezone.now())
+    rubric_draft_start(project=project)
+    item = _draft_item(project, keys[0])
+    client.force_login(pm)
+    url = f"/projects/{project.pk}/rubric/items/{item.pk}/delete/"
+
+    asked = client.post(url, {"question": item.question_ref})
+    still_there = RubricItem.objects.filter(pk=item.pk).exists()
+    done = client.post(url, {"question": item.question_ref, "confirmed": "yes"})
+
+    question = asked.content.decode()
+    assert asked.status_code == 200 and keys[0] in question and 'name="confirmed"' in question
+    assert "下一个发布的版本不再包含它" in question and "已在 v1 下对它作出的 1 条标注" in question
+    assert still_there
+    assert done.status_code == 302 and not RubricItem.objects.filter(pk=item.pk).exists()
+    assert Label.objects.filter(assignment=lease).count() == len(keys)
+
+
+def test_removing_an_item_of_another_project_or_a_published_one_is_refused_on_the_first_step(client, project, pm):
+    rubric_draft_start(project=project)
+    other = make_golden_project(golden=2, regular=1, pm=PMFactory(), control_rate_pct=0)
+    rubric_draft_start(project=other)
+    foreign = _draft_item(other, "q1:1")
+    published = RubricItem.objects.get(version=rubric_version_current(project), item_key="q2:1")
+    client.force_login(pm)
+
+    foreign_step = client.post(f"/projects/{project.pk}/rubric/items/{foreign.pk}/delete/")
+    published_step = client.post(f"/projects/{project.pk}/rubric/items/{published.pk}/delete/",
+                                 {"confirmed": "yes"})
+
+    assert foreign_step.status_code == 404 and published_step.status_code == 422
+    assert RubricItem.objects.filter(pk__in=[foreign.pk, published.pk]).count() == 2

@@ -544,6 +544,26 @@ def test_import_questions_over_htmx_shows_the_counts(pm_client, project):
     assert Question.objects.filter(project=project).count() == before + 1
 
 
+def test_import_line_errors_are_in_the_readers_language_and_the_api_keeps_english(pm_client, project, api, pm):
+    bad = heartbench_row("bad-q")
+    bad["rubric"][0]["score"] = "lots"
+    bad["dialogue"] = "hello"
+    rows = [heartbench_row("ok-q"), "{not json", bad]
+
+    page = html(pm_client.post(reverse("project_import", args=[project.pk, "questions"]),
+                               {"file": upload("q.jsonl", rows)}))
+    api.force_authenticate(pm)
+    body = api.post(f"/api/v1/projects/{project.pk}/questions/import/", {"file": upload("q.jsonl", rows)},
+                    format="multipart", HTTP_ACCEPT_LANGUAGE="en").json()
+
+    assert "第 2 行：不是有效的 JSON（第 2 列附近）" in page
+    assert "应为对话轮次列表（不能为空），实际为 &quot;hello&quot;" in page
+    assert "应为整数或 null，实际为 &quot;lots&quot;" in page
+    assert "expected" not in page
+    entry = next(e for e in body["errors"] if e["field"] == "dialogue")
+    assert entry["code"] == "field_not_list" and entry["message"].startswith("expected a non-empty list of turns")
+
+
 def test_import_with_errors_lists_them_and_writes_nothing(pm_client, project):
     before = Question.objects.filter(project=project).count()
     bad = heartbench_row("bad-q")

@@ -39,7 +39,9 @@ def test_every_code_the_services_raise_is_in_the_registry():
 PARAMS = {"count": 2, "size": "30.0 MB", "limit": "20.0 MB", "source": "q.jsonl", "first": "line 1",
           "field": "run", "message": "required", "retry_at": "2026-12-01 10:00 UTC", "role": "'boss'",
           "roles": "expert, pm, admin", "username": "'lin'", "reasons": "too short", "max": "50",
-          "name": "lin", "low": 1, "high": 1000, "value": "xx", "label": "Overlap", "minutes": 1, "seconds": 60}
+          "name": "lin", "low": 1, "high": 1000, "value": "xx", "label": "Overlap", "minutes": 1, "seconds": 60,
+          "byte": "0xff", "position": 3, "column": 2, "got": '"high"', "length": 60, "min": 0, "what": "turns",
+          "question": '"q1"', "dimension": '"warmth"', "expected": 3}
 
 
 @pytest.mark.parametrize("code", [c for c in ErrorCode])

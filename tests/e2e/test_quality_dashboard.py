@@ -45,7 +45,7 @@ def test_the_dashboard_draws_its_charts_and_switches_judge_runs(page, live_serve
     page.wait_for_function(MODEL_CHART_DRAWN)
     assert all(drawn(page, c) for c in CHARTS)
 
-    page.locator("#q-disagree ~ table a").first.click()
+    page.locator("#q-disagree ~ .table-scroll table a").first.click()
     page.wait_for_url("**/quality/items/**")
     assert page.locator("tr[id^='item-']").count() >= 1
     page.screenshot(path=str(artifacts / "quality-items.png"), full_page=True)

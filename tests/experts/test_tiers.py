@@ -4,11 +4,15 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import override
 
+from annotation.models import Task
+from annotation.services import project_add_member
 from core.errors import DomainError
 from experts.models import ExpertProfile, Notification, TierChange, TierRule
 from experts.notifications import notification_send, notification_text, notifications_mark_read
+from experts.templatetags.tier_reasons import tier_reason
 from experts.tiers import ExpertStats, tier_decide, tier_evaluate, tier_progress, tier_set
-from tests.factories import ExpertFactory
+from payments.models import Period
+from tests.factories import ExpertFactory, PMFactory, make_project_with_tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -122,3 +126,70 @@ def test_notifications_render_in_the_readers_language_and_are_marked_read():
     assert note.message == english == "Your tier changed from Bronze to Silver: well done"
     assert notifications_mark_read(user=expert, now=timezone.now()) == 1
     assert notifications_mark_read(user=expert, now=timezone.now()) == 0
+
+
+def test_an_automatic_tier_reason_is_stored_as_a_code_and_shown_in_the_readers_language():
+    expert = ExpertFactory()
+
+    changes = tier_evaluate(user=expert, stats=STRONG, now=timezone.now())
+    change = TierChange.objects.get(pk=changes[0].pk)
+    note = Notification.objects.filter(user=expert).order_by("pk").first()
+    with override("zh-hans"):
+        reason_zh = tier_reason(change)
+        note_zh = notification_text(note)
+    with override("en"):
+        reason_en = tier_reason(change)
+
+    assert change.reason_code == "promote_rules_met" and change.reason_params["completed"] == 60
+    assert "60 tasks completed (needs 50)" in change.reason and reason_en == change.reason
+    assert "已完成 60 个任务（要求 50 个）" in reason_zh and "tasks" not in reason_zh
+    assert "已完成 60 个任务" in note_zh and "tasks completed" not in note_zh
+
+
+def test_an_old_tier_change_without_a_code_keeps_its_text_and_a_manual_one_its_words():
+    expert = ExpertFactory()
+    profile = ExpertProfile.objects.get(user=expert)
+    manual = tier_set(profile=profile, to_tier="gold", reason="reviewed by the lead", by=None, now=timezone.now())
+    old = TierChange.objects.create(profile=profile, from_tier="gold", to_tier="silver", reason="old English text",
+                                    changed_at=timezone.now())
+
+    with override("zh-hans"):
+        assert tier_reason(manual) == "reviewed by the lead"
+        assert tier_reason(old) == "old English text"
+    assert manual.reason_code == "" and manual.reason_params == {}
+
+
+def test_the_pm_reads_an_automatic_tier_reason_in_chinese_on_the_experts_page(client):
+    expert, pm = ExpertFactory(), PMFactory()
+    project = make_project_with_tasks(n_questions=1)
+    project_add_member(project=project, user=expert)
+    project_add_member(project=project, user=pm)
+    tier_evaluate(user=expert, stats=STRONG, now=timezone.now())
+    client.force_login(pm)
+
+    page = client.get(f"/projects/{project.pk}/experts/{expert.pk}/", HTTP_ACCEPT_LANGUAGE="zh-hans")
+
+    assert page.status_code == 200
+    assert "已完成 60 个任务（要求 50 个）" in page.content.decode()
+    assert "tasks completed" not in page.content.decode()
+
+
+def test_a_notification_is_opened_with_a_link_not_offered_as_a_task_and_unread_ones_say_so(client):
+    expert = ExpertFactory()
+    notification_send(users=[expert], kind="tier_changed", now=timezone.now(), link="/me/portrait/",
+                      params={"from_tier": "bronze", "to_tier": "silver", "reason": "reviewed"})
+    client.force_login(expert)
+
+    page = client.get("/notifications/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+
+    assert '<a href="/me/portrait/">查看</a>' in page and "未读" in page
+    assert "可领取" not in page
+
+
+@pytest.mark.parametrize(("label", "chinese"), [
+    ("period", "进行中"), ("task", "可领取"),
+])
+def test_open_means_in_progress_for_a_period_and_available_for_a_task(label, chinese):
+    choice = {"period": Period.Status.OPEN, "task": Task.Status.OPEN}[label]
+    with override("zh-hans"):
+        assert str(choice.label) == chinese

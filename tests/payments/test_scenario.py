@@ -40,7 +40,7 @@ def test_a_full_pay_cycle_reconciles_and_a_missing_earning_fails_the_command(mon
     submission_reject(actor=pm, assignment_id=work[0].pk, reason="spam", now=timezone.now())
     [settlement] = period_close_now(actor=admin, project_id=project.pk, now=timezone.now())
     payout_batch_approve(actor=admin, batch_id=settlement.batch.pk, now=timezone.now())
-    payout_batch_mark_paid(actor=admin, batch_id=settlement.batch.pk, now=timezone.now())
+    payout_batch_mark_paid(actor=admin, batch_id=settlement.batch.pk, now=timezone.now(), reference="TX-1")
     submission_reject(actor=pm, assignment_id=work[1].pk, reason="copy-paste", now=timezone.now())
     submit(project, experts[1], timezone.now())
 

@@ -258,10 +258,10 @@ def test_payout_batches_are_approved_then_marked_paid_by_admins_only():
     with pytest.raises(NotFound):
         payout_batch_approve(actor=pm, batch_id=batch.pk, now=WEEK_END)
     with pytest.raises(Conflict, match="Approve"):
-        payout_batch_mark_paid(actor=admin, batch_id=batch.pk, now=WEEK_END)
+        payout_batch_mark_paid(actor=admin, batch_id=batch.pk, now=WEEK_END, reference="TX-1")
     payout_batch_approve(actor=admin, batch_id=batch.pk, now=WEEK_END)
     paid = payout_batch_mark_paid(actor=admin, batch_id=batch.pk, now=WEEK_END, reference="TX-1")
     with pytest.raises(Conflict):
-        payout_batch_mark_paid(actor=admin, batch_id=batch.pk, now=WEEK_END)
+        payout_batch_mark_paid(actor=admin, batch_id=batch.pk, now=WEEK_END, reference="TX-1")
 
     assert (paid.status, paid.payment_reference, paid.paid_by_id) == ("paid", "TX-1", admin.pk)

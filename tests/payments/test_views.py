@@ -124,17 +124,86 @@ def test_the_cost_page_is_not_found_for_other_pms_and_experts(paid):
     assert _client(expert).get("/payments/costs/").status_code == 404
 
 
-def test_a_pm_rejects_a_submission_from_the_cost_page_fragment(paid):
+def test_rejecting_asks_first_with_the_amount_and_the_reason_then_deducts(paid):
     expert, pm, project, _ = paid
     earning = LedgerEntry.objects.filter(kind="earning").order_by("pk").first()
     url = f"/payments/costs/{project.pk}/assignments/{earning.assignment_id}/reject/"
 
     refused = _client(pm).post(url, {"reason": " "}, **HTMX)
-    done = _client(pm).post(url, {"reason": "copy-paste"}, **HTMX)
+    asked = _client(pm).post(url, {"reason": "copy-paste"}, **HTMX)
+    reversals_after_asking = LedgerEntry.objects.filter(kind="reversal").count()
+    done = _client(pm).post(url, {"reason": "copy-paste", "confirmed": "yes"}, **HTMX)
+    again = _client(pm).post(url, {"reason": "copy-paste"}, **HTMX)
 
     assert refused.status_code == 422 and "reason" in refused.content.decode()
+    question = asked.content.decode()
+    assert asked.status_code == 200 and asked["HX-Retarget"] == "#main"
+    assert f"{earning.amount} CNY" in question and "copy-paste" in question and 'name="confirmed"' in question
+    assert expert.expert_profile.pseudonym in question
+    assert reversals_after_asking == 0
     assert done.status_code == 200 and "<html" not in done.content.decode()
     assert LedgerEntry.objects.get(kind="reversal").reason == "copy-paste"
+    assert again.status_code == 422 and LedgerEntry.objects.filter(kind="reversal").count() == 1
+
+
+def test_rejecting_another_projects_submission_is_not_found_even_on_the_first_step(paid):
+    _, _, project, _ = paid
+    earning = LedgerEntry.objects.filter(kind="earning").order_by("pk").first()
+    other_pm = PMFactory()
+    other = make_paid_project(experts=[other_pm])
+    url = f"/payments/costs/{other.pk}/assignments/{earning.assignment_id}/reject/"
+
+    response = _client(other_pm).post(url, {"reason": "spam"})
+
+    assert response.status_code == 404
+    assert not LedgerEntry.objects.filter(kind="reversal").exists()
+
+
+def test_approving_a_batch_asks_first_with_the_statements_experts_and_total(paid):
+    _, _, project, settlement = paid
+    client = _client(AdminFactory())
+    batch = settlement.batch
+    url = f"/payments/batches/{batch.pk}/approve/"
+
+    asked = client.post(url)
+    status_after_asking = PayoutBatch.objects.get(pk=batch.pk).status
+    done = client.post(url, {"confirmed": "yes"})
+
+    question = asked.content.decode()
+    assert asked.status_code == 200 and "向 1 位专家支付 1 张结算单" in question
+    assert f"{batch.total} CNY" in question and f'action="{url}"' in question
+    assert status_after_asking == "draft"
+    assert done.status_code == 302 and PayoutBatch.objects.get(pk=batch.pk).status == "approved"
+
+
+def test_marking_paid_asks_for_the_transfer_reference_and_refuses_a_blank_one(paid):
+    _, _, project, settlement = paid
+    client = _client(AdminFactory())
+    batch = settlement.batch
+    client.post(f"/payments/batches/{batch.pk}/approve/", {"confirmed": "yes"})
+    url = f"/payments/batches/{batch.pk}/paid/"
+
+    asked = client.post(url, **HTMX)
+    status_after_asking = PayoutBatch.objects.get(pk=batch.pk).status
+    blank = client.post(url, {"confirmed": "yes", "reference": "  "}, **HTMX)
+    status_after_blank = PayoutBatch.objects.get(pk=batch.pk).status
+    done = client.post(url, {"confirmed": "yes", "reference": "TX-9"}, **HTMX)
+
+    assert asked.status_code == 200 and 'name="reference"' in asked.content.decode()
+    assert status_after_asking == "approved"
+    assert blank.status_code == 422 and "转账凭证号" in blank.content.decode()
+    assert status_after_blank == "approved"
+    assert done.status_code == 200 and "<html" not in done.content.decode()
+    paid_batch = PayoutBatch.objects.get(pk=batch.pk)
+    assert (paid_batch.status, paid_batch.payment_reference) == ("paid", "TX-9")
+
+
+def test_no_money_action_on_the_cost_page_uses_a_browser_dialog(paid):
+    _, _, project, _ = paid
+
+    page = _client(AdminFactory()).get(f"/payments/costs/{project.pk}/")
+
+    assert "hx-confirm" not in page.content.decode()
 
 
 def test_an_admin_closes_approves_pays_and_exports(paid):
@@ -142,20 +211,25 @@ def test_an_admin_closes_approves_pays_and_exports(paid):
     admin = AdminFactory()
     client = _client(admin)
     batch = settlement.batch
+    yes = {"confirmed": "yes"}
 
     page = client.get(f"/payments/costs/{project.pk}/")
-    approved = client.post(f"/payments/batches/{batch.pk}/approve/")
-    paid_page = client.post(f"/payments/batches/{batch.pk}/paid/", {"reference": "TX-9"}, **HTMX)
+    approved = client.post(f"/payments/batches/{batch.pk}/approve/", yes)
+    paid_page = client.post(f"/payments/batches/{batch.pk}/paid/", {"reference": "TX-9", **yes}, **HTMX)
     export = client.get(f"/payments/batches/{batch.pk}/payouts.csv")
-    closed = client.post(f"/payments/costs/{project.pk}/close/")
+    asked_close = client.post(f"/payments/costs/{project.pk}/close/")
+    batches_after_asking = PayoutBatch.objects.count()
+    closed = client.post(f"/payments/costs/{project.pk}/close/", yes)
 
     assert f'action="/payments/costs/{project.pk}/close/"' in page.content.decode()
     assert approved.status_code == 302
     assert paid_page.status_code == 200 and "<html" not in paid_page.content.decode()
     assert PayoutBatch.objects.get(pk=batch.pk).payment_reference == "TX-9"
+    assert export.content.startswith("\ufeff".encode())
     rows = list(csv.reader(StringIO(export.content.decode("utf-8-sig"))))
-    assert rows[0][-2:] == ["currency", "amount"]
+    assert rows[0][0] == "batch" and rows[0][-2:] == ["currency", "amount"]
     assert rows[1][-2:] == ["CNY", "6.00"]
+    assert asked_close.status_code == 200 and batches_after_asking == 1
     assert closed.status_code == 302
     assert PayoutBatch.objects.count() == 2
 
@@ -165,6 +239,8 @@ def test_money_actions_are_not_found_for_pms(paid):
     client = _client(pm)
 
     assert client.post(f"/payments/batches/{settlement.batch.pk}/approve/").status_code == 404
+    assert client.post(f"/payments/batches/{settlement.batch.pk}/approve/", {"confirmed": "yes"}).status_code == 404
+    assert client.post(f"/payments/costs/{project.pk}/close/", {"confirmed": "yes"}).status_code == 404
     assert client.get(f"/payments/batches/{settlement.batch.pk}/payouts.csv").status_code == 404
     assert client.post(f"/payments/costs/{project.pk}/close/").status_code == 404
     assert PayoutBatch.objects.get().status == "draft"

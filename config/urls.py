@@ -1,12 +1,16 @@
 """Top-level URLs: pages (per app), the v1 API, the OpenAPI schema, admin, i18n."""
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
 from core.api_docs import ApiDocsView
 from experts import urls as experts_urls
 
 urlpatterns = [
+    # Pages without our <link rel="icon"> (the Django admin) make the browser ask for this.
+    path("favicon.ico", RedirectView.as_view(url=static("img/favicon.svg"), permanent=True)),
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

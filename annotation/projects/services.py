@@ -167,11 +167,11 @@ def project_archive(*, project: Project, by: User | None, now: datetime) -> Life
 # --- Cloning ----------------------------------------------------------------------------
 
 def _clone_rubric(*, source: Project, clone: Project, now: datetime) -> RubricVersion | None:
-    """Version 1 of the clone's rubric: the items of the source's current version, published."""
+    """Version 1 of the clone's rubric: the items and guidelines of the source's current version, published."""
     version = rubric_version_current(source)
     if version is None:
         return None
-    new_version = RubricVersion.objects.create(rubric_id=clone.rubric_id, number=1,
+    new_version = RubricVersion.objects.create(rubric_id=clone.rubric_id, number=1, guidelines=version.guidelines,
                                                changelog=f"Copied from project {source.pk}, v{version.number}")
     RubricItem.objects.bulk_create(
         RubricItem(version=new_version, question_ref=i.question_ref, position=i.position, item_key=i.item_key,

@@ -19,6 +19,7 @@ from django.db import transaction
 from annotation import lock_objects, permissions
 from annotation.assignment.services import leases_end_for_expert
 from annotation.models import Assignment, Invitation, MembershipEvent, Project
+from annotation.projects.rules import project_check_writable
 from annotation.roster.selectors import project_pm_count
 from annotation.services import project_add_member
 from core.error_codes import ErrorCode
@@ -88,6 +89,7 @@ def member_add(*, project: Project, user: User, by: User | None, via: str, now: 
 
     Raises `DomainError` (member_admin) for an administrator, who reaches every project anyway.
     """
+    project_check_writable(project)
     if user.is_platform_admin:
         raise _admin_refused(user)
     if permissions.is_member(user, project):
@@ -105,6 +107,7 @@ def members_add_lines(*, project: Project, text: str, by: User | None, via: str,
     An unknown name or an administrator adds nobody for that line; the other lines are still
     added. Blank lines are skipped; a repeat of an earlier line is reported as a duplicate.
     """
+    project_check_writable(project)
     results: list[LineResult] = []
     seen: set[int] = set()
     seen_text: set[str] = set()
@@ -182,7 +185,10 @@ def _whole_number(value, *, field: str, low: int, high: int, code: str) -> int:
 @transaction.atomic
 def invitation_create(*, project: Project, role: str, expires_in_days, max_uses, by: User | None,
                       now: datetime) -> Invitation:
-    """A new invitation link to `project` for `role` (expert or pm), valid for a number of days and uses."""
+    """A new invitation link to `project` for `role` (expert or pm), valid for a number of days and uses.
+
+    A closed project takes no new members (by link or by name); its roster can still shrink."""
+    project_check_writable(project)
     if role not in Invitation.InvitedRole.values:
         params = {"role": repr(role), "roles": ", ".join(Invitation.InvitedRole.values)}
         raise DomainError(f"Unknown role {params['role']}.", code=ErrorCode.INVALID_ROLE, params=params,
@@ -238,6 +244,7 @@ def invitation_accept(*, invitation: Invitation, user: User, now: datetime) -> b
     """
     locked = lock_objects.invitation_lock(invitation.pk)
     invitation_check(locked, now=now)
+    project_check_writable(locked.project)
     invitation_role_check(locked, user)
     if permissions.is_member(user, locked.project):
         return False

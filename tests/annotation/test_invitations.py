@@ -12,8 +12,9 @@ from django.utils import timezone
 
 from annotation import permissions
 from annotation.models import Invitation, MembershipEvent
+from annotation.projects.services import project_close
 from annotation.roster.services import invitation_accept, invitation_create
-from core.errors import NotFound
+from core.errors import Conflict, NotFound
 from experts.models import ExpertProfile
 from tests.factories import ExpertFactory, PMFactory, make_project_with_tasks
 
@@ -300,3 +301,24 @@ def test_opening_a_link_with_the_wrong_kind_of_account_says_so_before_any_click(
     assert page.status_code == 200
     assert "This invitation is for experts" in text
     assert "Join the project" not in text
+
+
+@pytest.mark.django_db
+def test_a_closed_project_takes_no_new_members_by_link_or_by_name(client, pm, project):
+    invitation = _invite(project, pm, max_uses=5)
+    newcomer = ExpertFactory()
+    project_close(project=project, by=pm, now=timezone.now())
+
+    client.force_login(newcomer)
+    joined = client.post(_url(invitation), HTTP_ACCEPT_LANGUAGE="en")
+
+    assert joined.status_code == 409 and "closed" in joined.content.decode()
+    assert not permissions.is_member(newcomer, project)
+    assert Invitation.objects.get().use_count == 0
+    project.refresh_from_db()
+    with pytest.raises(Conflict):
+        invitation_create(project=project, role="expert", expires_in_days=7, max_uses=1, by=pm, now=timezone.now())
+    client.force_login(pm)
+    listed = client.post(f"/projects/{project.pk}/members/", {"users": newcomer.username})
+    assert listed.status_code == 409
+    assert not permissions.is_member(newcomer, project)

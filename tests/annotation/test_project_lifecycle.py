@@ -35,8 +35,17 @@ from annotation.projects.services import (
     project_resume,
     project_settings_update,
 )
-from annotation.rubric_editing.services import rubric_draft_start
-from annotation.selectors import project_experts, project_list_for_user, rubric_items_for_task
+from annotation.rubric_editing.services import (
+    rubric_draft_guidelines_update,
+    rubric_draft_start,
+    rubric_version_publish_by_number,
+)
+from annotation.selectors import (
+    project_experts,
+    project_list_for_user,
+    rubric_items_for_task,
+    rubric_version_current,
+)
 from annotation.services import project_add_member
 from annotation.submission.services import draft_save, labels_submit
 from core.errors import Conflict
@@ -273,6 +282,17 @@ def test_a_clone_has_the_rubric_golden_set_settings_and_prices_and_no_work(setup
     assert list(TierMultiplier.objects.filter(project=clone).values_list("tier", "multiplier")) == [
         ("gold", Decimal("1.3000"))]
     assert list(project_experts(clone)) == []
+
+
+def test_a_clone_reads_the_same_guidelines(setup):
+    pm, project, _experts = setup
+    rubric_draft_start(project=project)
+    rubric_draft_guidelines_update(project=project, guidelines="## 温暖\n语气温和，先接住情绪。")
+    rubric_version_publish_by_number(project=project, number=2, reason="guidelines", now=timezone.now())
+
+    clone = project_clone(source=project, by=pm, name="round 2", now=timezone.now())
+
+    assert rubric_version_current(clone).guidelines == "## 温暖\n语气温和，先接住情绪。"
 
 
 def test_a_clone_copies_the_members_only_when_asked(setup, api):

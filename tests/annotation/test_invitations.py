@@ -319,6 +319,6 @@ def test_a_closed_project_takes_no_new_members_by_link_or_by_name(client, pm, pr
     with pytest.raises(Conflict):
         invitation_create(project=project, role="expert", expires_in_days=7, max_uses=1, by=pm, now=timezone.now())
     client.force_login(pm)
-    listed = client.post(f"/projects/{project.pk}/members/", {"users": newcomer.username})
-    assert listed.status_code == 409
+    listed = client.post(f"/projects/{project.pk}/members/", {"users": newcomer.username}, HTTP_ACCEPT_LANGUAGE="en")
+    assert listed.status_code == 422 and "closed" in listed.content.decode()
     assert not permissions.is_member(newcomer, project)

@@ -304,7 +304,7 @@ def newcomer_annotates_then_skips(page, base: str, artifacts) -> tuple[Assignmen
     expect(page.locator(".item")).to_have_count(3)
     page.keyboard.press("h")
     page.keyboard.press("n")
-    page.keyboard.type("回复点出了疲劳，而不是否定用户")
+    page.keyboard.type("这一条拿不准，回头再看")
     page.keyboard.press("Escape")
     page.keyboard.press("1")
     expect(page.locator("#save-status")).to_have_attribute("data-state", "saved")

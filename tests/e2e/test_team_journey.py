@@ -177,6 +177,15 @@ def keys_for(attempt_id: int, position: int) -> list[str]:
     return [hit if value == 1 else miss for value in refs]
 
 
+def expect_newest_change(page, label: str, old: str, new: str) -> None:
+    """The settings page's history starts with this change, by the PM."""
+    row = page.locator(".history-table tbody tr").first
+    expect(row.locator("td").nth(1)).to_have_text("zhang.pm")
+    expect(row.locator("td").nth(2)).to_have_text(label)
+    expect(row.locator(".history-value").nth(0)).to_have_text(old)
+    expect(row.locator(".history-value").nth(1)).to_have_text(new)
+
+
 def pm_sets_up_the_project(page, base: str) -> Project:
     page.get_by_role("link", name="新建项目").click()
     page.fill("#p-name", "情绪支持回复评测 · 试点")
@@ -200,7 +209,7 @@ def pm_sets_up_the_project(page, base: str) -> Project:
     page.locator(".subnav a", has_text="设置").click()
     page.fill("#s-rate", "0")
     page.get_by_role("button", name="保存设置").click()
-    expect(page.locator(".history-table")).to_contain_text("0")
+    expect_newest_change(page, "质控任务比例（%）", "5", "0")
 
     # The guidelines go with a new rubric version.
     page.locator(".subnav a", has_text="评分细则").click()
@@ -355,21 +364,19 @@ def pm_sees_the_skip_and_raises_the_overlap(page, project: Project, skipped: Ass
     page.locator(".subnav a", has_text="设置").click()
     page.fill("#s-overlap", "2")
     # Before saving, the page says how many existing tasks the raise would touch.
-    expect(page.locator("#overlap-preview")).to_contain_text("2")
+    expect(page.locator("#overlap-preview")).to_have_text(
+        "勾选后，2 个现有任务的名额将增加到 2 位专家（其中 1 个已完成的任务会重新开放）。")
     page.locator("input[name='apply_to_existing']").check()
     page.get_by_role("button", name="保存设置").click()
     expect(page.locator("#confirm-title")).to_have_text("提高现有任务的重叠人数？")
-    consequences = page.locator("#confirm-consequences")
-    expect(consequences).to_contain_text("2")
-    expect(consequences.locator("li").nth(1)).to_contain_text("1")  # the submitted task reopens
+    consequences = page.locator("#confirm-consequences li")
+    expect(consequences.nth(0)).to_have_text("2 个现有任务的名额将增加到 2 位专家。")
+    expect(consequences.nth(1)).to_have_text("1 个已完成的任务将重新开放，再次完成时重新计算共识。")
     assert Project.objects.get(pk=project.pk).overlap == 1  # nothing happened yet
     page.get_by_role("button", name="保存并应用").click()
     page.wait_for_url(re.compile(rf"/projects/{project.pk}/settings/$"))
     expect(page.locator("#s-overlap")).to_have_value("2")
-    newest = page.locator(".history-table tbody tr").first
-    expect(newest).to_contain_text("1")
-    expect(newest).to_contain_text("2")
-    expect(newest).to_contain_text("重叠")
+    expect_newest_change(page, "重叠人数", "1", "2")
     assert sorted(Task.objects.filter(project=project, is_golden=False).values_list("overlap", flat=True)) == [2, 2]
     shoot_both(page, artifacts, "settings")
 
@@ -429,10 +436,11 @@ def test_a_team_runs_its_first_project_in_the_browser(live_server, browser, page
     holder_row = page.locator(f"tr[data-member='{holder.pk}']")
     holder_row.get_by_role("button", name="移出…").click()
     expect(page.locator("#confirm-title")).to_contain_text(holder.username)
-    expect(page.locator("#confirm-consequences")).to_contain_text("1 个")
+    expect(page.locator("#confirm-consequences")).to_contain_text(
+        "1 个进行中的任务立即结束，名额退回任务池；草稿保留，但不能再提交。")
     page.get_by_role("button", name="移除", exact=True).click()
     page.wait_for_url(re.compile(rf"/projects/{project.pk}/members/$"))
-    expect(page.locator(".toast").first).to_contain_text(holder.username)
+    expect(page.locator(".toast").first).to_contain_text(f"已移出 {holder.username}；1 个任务已退回任务池。")
     expect(page.locator(f"tr[data-member='{holder.pk}']")).to_have_count(0)
     expect(page.locator(".roster-history li").first).to_contain_text(f"{holder.username}")
     expect(page.locator(".roster-history li").first).to_contain_text(pm.username)

@@ -434,6 +434,7 @@ def test_a_team_runs_its_first_project_in_the_browser(live_server, browser, page
 
     page.reload()
     holder_row = page.locator(f"tr[data-member='{holder.pk}']")
+    expect(holder_row.locator("td.num").first).to_have_text("1")  # the open lease
     holder_row.get_by_role("button", name="移出…").click()
     expect(page.locator("#confirm-title")).to_contain_text(holder.username)
     expect(page.locator("#confirm-consequences")).to_contain_text(
@@ -442,8 +443,7 @@ def test_a_team_runs_its_first_project_in_the_browser(live_server, browser, page
     page.wait_for_url(re.compile(rf"/projects/{project.pk}/members/$"))
     expect(page.locator(".toast").first).to_contain_text(f"已移出 {holder.username}；1 个任务已退回任务池。")
     expect(page.locator(f"tr[data-member='{holder.pk}']")).to_have_count(0)
-    expect(page.locator(".roster-history li").first).to_contain_text(f"{holder.username}")
-    expect(page.locator(".roster-history li").first).to_contain_text(pm.username)
+    expect(page.locator(".roster-history li").first).to_contain_text(f"{holder.username} 由 {pm.username} 移出")
 
     lease.refresh_from_db()
     task.refresh_from_db()

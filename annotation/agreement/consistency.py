@@ -26,7 +26,8 @@ def _series(values: NDArray[np.float64], times: NDArray[np.float64], p: Params) 
                            "baseline": None, "alert_active": False, "alert_count": 0}
     if n == 0:
         return out
-    drift = stats.rolling_drift(values, None, p.drift_window, p.drift_baseline, p.drift_margin)
+    drift = stats.rolling_drift(values, None, p.drift_window, p.drift_baseline, p.drift_margin,
+                               alpha=p.drift_alpha)
     size = max(p.curve_bucket, math.ceil(n / p.curve_max_points))
     starts = np.arange(0, n, size)
     ends = np.minimum(starts + size, n) - 1
@@ -46,6 +47,7 @@ def _series(values: NDArray[np.float64], times: NDArray[np.float64], p: Params) 
         "alert": [bool(a) for a in any_alert],
     }
     out["baseline"] = num(drift.baseline)
+    out["limit"] = num(drift.limit)
     positions = drift.alert_positions
     if positions.size:
         # Alerting positions form runs (episodes); only the latest few are spelled out.

@@ -47,6 +47,7 @@ class Params:
     drift_window: int = 100
     drift_baseline: int = 200
     drift_margin: float = 0.10
+    drift_alpha: float | None = 0.05
     curve_bucket: int = 50
     curve_max_points: int = 100
     disagreement_limit: int = 200

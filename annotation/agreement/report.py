@@ -287,8 +287,9 @@ def report_params(project: Project) -> Params:
         n_boot=int(getattr(settings, "RUBRICA_AGREEMENT_BOOTSTRAP", 1000)),
         seed=int(getattr(settings, "RUBRICA_AGREEMENT_SEED", 0)),
         drift_window=int(getattr(settings, "RUBRICA_DRIFT_WINDOW", 100)),
-        drift_baseline=int(getattr(settings, "RUBRICA_DRIFT_BASELINE", 100)),
+        drift_baseline=int(getattr(settings, "RUBRICA_DRIFT_BASELINE", 200)),
         drift_margin=float(margin if margin is not None else getattr(settings, "RUBRICA_DRIFT_MARGIN", 0.10)),
+        drift_alpha=getattr(settings, "RUBRICA_DRIFT_ALPHA", 0.05),
         tz=timezone.get_default_timezone(),
     )
 
@@ -311,6 +312,7 @@ def report_payload(*, project: Project, version: RubricVersion | None, run: Judg
         "params": {"n_boot": params.n_boot, "seed": params.seed, "alpha": params.alpha,
                    "bootstrap_cluster": "question", "drift_window": params.drift_window,
                    "drift_baseline": params.drift_baseline, "drift_margin": params.drift_margin,
+                   "drift_alpha": params.drift_alpha,
                    "majority": "hit when more than half of the panel says hit"},
         "dimensions": [{"code": d.code, "name_zh": d.name_zh, "name_en": d.name_en, "category": d.category,
                         "is_gate": d.is_gate} for d in material.dims],

@@ -46,5 +46,8 @@ RUBRICA_JUDGE_KEY_ENV_ALLOWED = env_list("RUBRICA_JUDGE_KEY_ENV_ALLOWED", "OPENA
 RUBRICA_AGREEMENT_DEBOUNCE_S = env_int("RUBRICA_AGREEMENT_DEBOUNCE_S", 30)
 RUBRICA_DRIFT_MARGIN = float(env_str("RUBRICA_DRIFT_MARGIN", "0.10"))
 RUBRICA_DRIFT_WINDOW = env_int("RUBRICA_DRIFT_WINDOW", 100)
-RUBRICA_DRIFT_BASELINE = env_int("RUBRICA_DRIFT_BASELINE", 100)
+# 200: with 100 the calibrated drift rule caught a 15-point drop only 81% of the time (bench/drift_calibration.py).
+RUBRICA_DRIFT_BASELINE = env_int("RUBRICA_DRIFT_BASELINE", 200)
+# Project-wide false-alert rate per stable expert of the calibrated drift rule (annotation/agreement/stats/drift.py).
+RUBRICA_DRIFT_ALPHA = float(env_str("RUBRICA_DRIFT_ALPHA", "0.05"))
 RUBRICA_AGREEMENT_BOOTSTRAP = env_int("RUBRICA_AGREEMENT_BOOTSTRAP", 1000)

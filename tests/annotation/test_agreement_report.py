@@ -276,9 +276,32 @@ def test_a_drop_below_the_experts_own_baseline_raises_a_drift_alert(settings):
     drifting = rows[experts[2].pk]["peer"]
     assert drifting["baseline"] == 1.0
     assert drifting["alert_active"] is True
-    assert drifting["alerts"] == [{"from_item": 13, "to_item": 24, "from_date": "2025-03-03",
+    # The calibrated limit (alpha 0.05 over 3 disjoint windows after the baseline):
+    # sin(pi/2 - z(0.05/12) * sqrt(1/24 + 1/24))^2 = 0.5238, first crossed at item 15 (3/6);
+    # the plain margin rule would have flagged item 13 (5/6 < 0.9), see the next test.
+    assert drifting["limit"] == 0.5238  # z(0.05/12) = 2.6383 (scipy.stats.norm.isf)
+    assert drifting["alerts"] == [{"from_item": 15, "to_item": 24, "from_date": "2025-03-03",
                                    "to_date": "2025-03-03", "lowest": 0.0}]
     assert rows[experts[0].pk]["peer"]["alerts"] == []
+
+
+def test_without_alpha_the_drift_rule_is_the_plain_margin(settings):
+    settings.RUBRICA_DRIFT_WINDOW = 6
+    settings.RUBRICA_DRIFT_BASELINE = 6
+    settings.RUBRICA_DRIFT_MARGIN = 0.10
+    settings.RUBRICA_DRIFT_ALPHA = None
+    steady = [1, 0, 1]
+    flipped = [0, 1, 0]
+    panel = [[steady, steady, steady if t < 4 else flipped] for t in range(8)]
+    project, experts, _, _ = build(panel, None)
+
+    rows = {row["user_id"]: row for row in
+            agreement_report_compute(project=project, now=T0 + timedelta(days=1)).payload["experts"]}
+
+    drifting = rows[experts[2].pk]["peer"]
+    assert drifting["limit"] == 0.9
+    assert drifting["alerts"] == [{"from_item": 13, "to_item": 24, "from_date": "2025-03-03",
+                                   "to_date": "2025-03-03", "lowest": 0.0}]
 
 
 def test_requests_within_the_debounce_window_make_one_computation(panel, django_capture_on_commit_callbacks):

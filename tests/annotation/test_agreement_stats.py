@@ -12,11 +12,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats as scipy_stats
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from annotation.agreement import stats
+from annotation.agreement.stats.drift import normal_upper_quantile
+from bench.drift_calibration import simulate as drift_simulate
 
 # ------------------------------------------------------------------- fixtures
 
@@ -665,3 +668,57 @@ def test_timing_at_production_scale(capsys: pytest.CaptureFixture[str]) -> None:
     with capsys.disabled():
         print("\nagreement timings at 400k units (s):", timings)
     assert set(timings) == set(jobs)
+
+
+# ------------------------------------------------------------- drift calibration
+
+
+def test_normal_upper_quantile_matches_scipy() -> None:
+    for tail in (0.5, 0.025, 0.05 / 12, 1e-6):
+        assert abs(normal_upper_quantile(tail) - scipy_stats.norm.isf(tail)) < 1e-9
+
+
+def test_normal_upper_quantile_refuses_a_tail_outside_zero_one() -> None:
+    with pytest.raises(ValueError):
+        normal_upper_quantile(0.0)
+
+
+def test_the_calibrated_limit_is_never_closer_to_the_baseline_than_the_margin() -> None:
+    # A perfect baseline: the arcsine limit sin(pi/2 - 2.2414 * sqrt(1/400 + 1/800))^2 = 0.981
+    # would sit closer than the margin, so the margin (0.9) is the limit.
+    values = np.r_[np.ones(200), np.ones(50), np.zeros(50)]
+    calibrated = stats.rolling_drift(values, None, window=100, baseline_n=200, margin=0.10, alpha=0.05)
+    assert calibrated.limit == 0.9
+    assert calibrated.alert_positions[0] == 260  # rolling 89/100 first at the 261st item
+
+
+def test_the_calibrated_limit_widens_with_the_looks_and_the_noise() -> None:
+    # Baseline 0.8 over 200 items; one look: z(0.05/4) = 2.2414, limit
+    # sin(asin(sqrt(0.8)) - 2.2414 * sqrt(1/400 + 1/800))^2 = 0.6713; five looks: z(0.05/20) = 2.8070.
+    base = np.r_[np.ones(160), np.zeros(40)]
+    one = stats.rolling_drift(np.r_[base, np.ones(100)], None, window=100, baseline_n=200, margin=0.10,
+                              alpha=0.05)
+    five = stats.rolling_drift(np.r_[base, np.ones(500)], None, window=100, baseline_n=200, margin=0.10,
+                               alpha=0.05)
+    expected_one = math.sin(math.asin(math.sqrt(0.8)) - scipy_stats.norm.isf(0.05 / 4) * math.sqrt(3 / 800)) ** 2
+    expected_five = math.sin(math.asin(math.sqrt(0.8)) - scipy_stats.norm.isf(0.05 / 20) * math.sqrt(3 / 800)) ** 2
+    assert one.limit == pytest.approx(expected_one, abs=1e-9)
+    assert five.limit == pytest.approx(expected_five, abs=1e-9)
+    assert five.limit < one.limit < 0.7
+
+
+def test_stable_experts_are_flagged_under_five_percent_of_the_time_on_a_fixed_seed() -> None:
+    result = drift_simulate(experts=1500, seed=7)
+    assert result["false_flag_share"] < 0.05
+
+
+def test_the_plain_margin_rule_flags_stable_experts_too_often() -> None:
+    # The reason for the calibration: the same simulation breaks the 5% bound without alpha.
+    result = drift_simulate(experts=1500, seed=7, alpha=None)
+    assert result["false_flag_share"] > 0.10
+
+
+def test_a_planted_fifteen_point_drop_is_caught() -> None:
+    result = drift_simulate(experts=1500, seed=7)
+    assert result["detection_rate"] > 0.90
+

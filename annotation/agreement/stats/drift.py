@@ -1,7 +1,33 @@
-"""Drift: a rater's rolling agreement over time against their own baseline."""
+"""Drift: a rater's rolling agreement over time against their own baseline.
+
+Calibration (``bench/drift_calibration.py``). The plain rule "rolling mean below
+baseline - margin" looks at every position of a long series, and both the baseline
+and each window are noisy: with a window and a baseline of 100 items at 85% accuracy
+the difference has a standard error of about 5 points, so a 10-point margin is two
+standard errors at one position, and over a 600-item project about 20% of stable
+experts cross it somewhere (measured). With ``alpha`` given, the rule becomes a
+control limit aware of the many looks:
+
+* the comparison is made on the arcsine square-root scale, where a binomial mean has
+  the same variance 1/(4n) whatever the accuracy (at 95% accuracy the plain normal
+  approximation understates how far a window can dip, and flags too often);
+* the limit is ``asin(sqrt(baseline)) - z * sqrt(1/(4 window) + 1/(4 baseline_n))``,
+  with ``z`` the one-sided normal quantile for ``alpha / (4 * looks)``; ``looks`` is the
+  number of disjoint windows after the baseline. Bonferroni over the disjoint windows
+  alone is not enough, since overlapping windows give a series more chances to dip;
+  the factor 4 was chosen by simulation (factor 2 flagged 5.8% of stable experts);
+* the limit is never closer to the baseline than ``margin``, the smallest drop worth
+  telling a PM about; an expert whose baseline is perfect is still judged this way.
+
+Measured by the bench (4,000 experts, accuracy 0.75-0.95, 600 items, window 100,
+baseline 200, alpha 0.05): see the report of issue 10 for the figures; the test on a
+fixed seed keeps the false-flag share under 5% and the detection of a 15-point drop
+(from item 300 on) above 90%.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -25,6 +51,39 @@ class DriftResult(NamedTuple):
     """Ordered positions whose rolling mean is below ``baseline - margin``."""
     alert_indices: NDArray[np.int64]
     """The same alerts as indices into the caller's original arrays."""
+    limit: float = NAN
+    """The control limit the rolling mean was compared with (nan when nothing could alert)."""
+
+
+def normal_upper_quantile(tail: float) -> float:
+    """z with P(Z > z) = tail for a standard normal Z, by bisection on ``erfc`` (0 < tail < 1)."""
+    if not 0.0 < tail < 1.0:
+        raise ValueError("tail must be strictly between 0 and 1")
+    low, high = -40.0, 40.0
+    for _ in range(200):
+        mid = (low + high) / 2.0
+        if 0.5 * math.erfc(mid / math.sqrt(2.0)) > tail:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2.0
+
+
+def drift_limit(baseline: float, n: int, window: int, baseline_n: int, margin: float,
+                alpha: float | None) -> float:
+    """The control limit of :func:`rolling_drift` on the accuracy scale (see the module docstring)."""
+    if math.isnan(baseline):
+        return NAN
+    plain = baseline - margin
+    if alpha is None:
+        return plain
+    looks = max(1, (n - baseline_n) // window)
+    z = normal_upper_quantile(alpha / (4.0 * looks))
+    se = math.sqrt(1.0 / (4.0 * window) + 1.0 / (4.0 * baseline_n))
+    angle = math.asin(math.sqrt(min(max(baseline, 0.0), 1.0))) - z * se
+    # Below angle 0 no rolling mean can fall: the limit is then 0 and nothing alerts.
+    transformed = math.sin(angle) ** 2 if angle > 0 else 0.0
+    return min(plain, transformed)
 
 
 def rolling_drift(
@@ -35,6 +94,7 @@ def rolling_drift(
     margin: float,
     *,
     skip_baseline: bool = True,
+    alpha: float | None = None,
 ) -> DriftResult:
     """Flag where an expert's rolling accuracy falls below their own early baseline.
 
@@ -49,6 +109,10 @@ def rolling_drift(
     * an alert is every t with rolling[t] < baseline - margin. With ``skip_baseline``
       (the default) only positions t >= baseline_n can alert, since windows inside
       the baseline period measure the baseline itself.
+
+    With ``alpha`` (a project-wide false-alert rate per expert, e.g. 0.05) the limit
+    is widened to ``baseline - max(margin, z * se)``, multiple-testing aware (module
+    docstring); ``None`` keeps the plain margin rule.
     """
     if window < 1 or baseline_n < 1:
         raise ValueError("window and baseline_n must be positive")
@@ -69,8 +133,9 @@ def rolling_drift(
         csum = np.concatenate([[0.0], np.cumsum(ordered)])
         rolling[window - 1 :] = (csum[window:] - csum[:-window]) / window
     baseline = float(ordered[:baseline_n].mean()) if n >= baseline_n else NAN
-    alert = rolling < baseline - margin  # nan compares False, so no alert
+    limit = drift_limit(baseline, n, window, baseline_n, margin, alpha)
+    alert = rolling < limit  # nan compares False, so no alert
     if skip_baseline:
         alert[:baseline_n] = False
     positions = np.flatnonzero(alert).astype(np.int64)
-    return DriftResult(order, rolling, baseline, positions, order[positions])
+    return DriftResult(order, rolling, baseline, positions, order[positions], limit)

@@ -38,6 +38,10 @@ from annotation.agreement.scoring import rank_stability_bootstrap, score_model
 from annotation.agreement.stats.bootstrap import _agreement_kappa_from_cells
 
 ZONES = ("unanimous", "split")
+# A slice resting on fewer dialogues than this says so and takes the cluster Wilson
+# interval: there the bootstrap percentile interval covers about 91% instead of 95%
+# (bench/interval_coverage.py: 18 dialogues 0.91 vs 0.94 for the Wilson interval).
+THIN_DIALOGUES = 30
 
 
 # ------------------------------------------------------------------------ sections
@@ -110,7 +114,12 @@ def _sliced_agreement(
     slicings: list[tuple[NDArray[np.int64], int]],
     p: Params,
 ) -> list[list[dict[str, Any]]]:
-    """Agreement and kappa with bootstrap CIs for every slice of every slicing at once.
+    """Agreement and kappa with CIs for every slice of every slicing at once.
+
+    A slice resting on fewer than :data:`THIN_DIALOGUES` questions is marked ``thin``
+    and its agreement interval is the cluster Wilson one (coverage checked by
+    ``bench/interval_coverage.py``); the bootstrap percentile interval is kept beside
+    it as ``agreement_ci_bootstrap``. Kappa intervals are bootstrap percentile ones.
 
     A slicing is (key per unit, number of keys). Per-(slice, cluster) 2x2 counts are
     built with one bincount each; a block of bootstrap replicates is then ONE matrix
@@ -150,12 +159,19 @@ def _sliced_agreement(
             n = int(totals[s].sum())
             if n == 0:
                 continue
+            thin = int(questions[s]) < THIN_DIALOGUES
+            bootstrap_ci = interval(stats.percentile_interval(reps_agree[:, s], p.alpha))
+            wilson_ci = interval(stats.cluster_wilson_interval(cells[s, :, 0] + cells[s, :, 3],
+                                                               cells[s].sum(axis=1), p.alpha))
             rows.append({
                 "index": s - start,
                 "n": n,
                 "questions": int(questions[s]),
+                "thin": thin,
+                "interval": "cluster_wilson" if thin else "cluster_bootstrap_percentile",
                 "agreement": num(point_agree[s]),
-                "agreement_ci": interval(stats.percentile_interval(reps_agree[:, s], p.alpha)),
+                "agreement_ci": wilson_ci if thin else bootstrap_ci,
+                "agreement_ci_bootstrap": bootstrap_ci,
                 "kappa": num(point_kappa[s]),
                 "kappa_ci": interval(stats.percentile_interval(reps_kappa[:, s], p.alpha)),
                 "judge_hit_rate": num((totals[s, 2] + totals[s, 3]) / n),
@@ -177,8 +193,11 @@ def judge_section(m: Material, p: Params) -> dict[str, Any] | None:
     zone = np.where(d["unanimous"][use], 0, 1).astype(np.int64)
     dims = d["unit_dim"][use]
     n_dims = len(m.dims)
+    gate_dims = np.array([dim.is_gate for dim in m.dims] or [False], dtype=bool)
+    is_gate = gate_dims[dims].astype(np.int64) if dims.size else np.zeros(0, np.int64)
     slicings = [
         (np.zeros(judge.size, np.int64), 1),
+        (is_gate, 2),
         (dims, n_dims),
         (d["unit_category"][use], len(d["categories"])),
         (d["unit_model"][use], len(m.models)),
@@ -186,8 +205,11 @@ def judge_section(m: Material, p: Params) -> dict[str, Any] | None:
         (zone, 2),
         (dims * 2 + zone, n_dims * 2),
     ]
-    overall, by_dim, by_cat, by_model, by_diff, by_zone, by_dim_zone = _sliced_agreement(
+    with_gate, gate_split, by_dim, by_cat, by_model, by_diff, by_zone, by_dim_zone = _sliced_agreement(
         judge, human, d["unit_question"][use], slicings, p)
+    # The headline leaves the gate items out: they are not scored, and the judge's
+    # job on them differs (spot the answer that speaks as the user).
+    split = {r.pop("index"): r for r in gate_split}
 
     def keyed(rows: list[dict[str, Any]], names: list[str]) -> list[dict[str, Any]]:
         return [{"key": names[r.pop("index")], **r} for r in rows]
@@ -200,7 +222,10 @@ def judge_section(m: Material, p: Params) -> dict[str, Any] | None:
     for r in dim_rows:
         r["zones"] = zones_of.get(r["key"], {})
     return {
-        "overall": keyed(overall, ["all"])[0] if overall else None,
+        "overall": {"key": "non_gate", **split[0]} if 0 in split else None,
+        "gate": {"key": "gate", **split[1]} if 1 in split else None,
+        "overall_with_gate": keyed(with_gate, ["all"])[0] if with_gate else None,
+        "thin_slices": sum(1 for rows in (by_dim, by_cat, by_model, by_diff, by_zone) for r in rows if r["thin"]),
         "by_dimension": dim_rows,
         "by_category": keyed(by_cat, d["categories"]),
         "by_model": keyed(by_model, m.models),

@@ -107,9 +107,20 @@ def test_judge_agreement_and_kappa_overall(panel):
     assert overall["kappa"] == round(stats.cohen_kappa(judge, majority), 4)
     assert stats.majority(labels).majority.tolist() == majority.tolist()
     boot = stats.bootstrap_agreement_kappa(judge, majority, questions, n_boot=1000, seed=0)
-    assert overall["agreement_ci"] == [round(boot.agreement_ci[0], 4), round(boot.agreement_ci[1], 4)]
+    # Four dialogues: a thin slice, whose interval is the cluster Wilson one; the
+    # bootstrap percentile interval (the figure this test checked before) is kept beside it.
+    assert overall["thin"] is True and overall["interval"] == "cluster_wilson"
+    assert overall["agreement_ci_bootstrap"] == [round(boot.agreement_ci[0], 4), round(boot.agreement_ci[1], 4)]
+    agreed = np.bincount(questions, weights=(judge == majority).astype(float))
+    sizes = np.bincount(questions)
+    wilson = stats.cluster_wilson_interval(agreed, sizes)
+    assert overall["agreement_ci"] == [round(wilson[0], 4), round(wilson[1], 4)]
     assert overall["kappa_ci"] == [round(boot.kappa_ci[0], 4), round(boot.kappa_ci[1], 4)]
     assert overall["questions"] == 4
+    # No gate item in this rubric: the headline equals the all-units figure, and no gate line.
+    assert payload["judge"]["gate"] is None
+    assert {k: v for k, v in payload["judge"]["overall_with_gate"].items() if k != "key"} == {
+        k: v for k, v in overall.items() if k != "key"}
 
 
 def test_agreement_splits_by_dimension_zone_and_model(panel):

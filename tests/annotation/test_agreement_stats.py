@@ -16,10 +16,12 @@ from scipy import stats as scipy_stats
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
+from statsmodels.stats.proportion import proportion_confint
 
 from annotation.agreement import stats
 from annotation.agreement.stats.drift import normal_upper_quantile
 from bench.drift_calibration import simulate as drift_simulate
+from bench.interval_coverage import coverage as interval_coverage
 
 # ------------------------------------------------------------------- fixtures
 
@@ -722,3 +724,56 @@ def test_a_planted_fifteen_point_drop_is_caught() -> None:
     result = drift_simulate(experts=1500, seed=7)
     assert result["detection_rate"] > 0.90
 
+
+
+# ------------------------------------------------------------ thin-slice intervals
+
+
+def test_student_t_quantile_matches_scipy() -> None:
+    for df in (1, 2, 3, 4, 10, 17, 29, 295):
+        assert abs(stats.student_t_upper_quantile(0.025, df) - scipy_stats.t.isf(0.025, df)) < 1e-4
+    for df in (5, 6, 9):
+        assert abs(stats.student_t_upper_quantile(0.025, df) - scipy_stats.t.isf(0.025, df)) < 1e-3
+    assert abs(stats.student_t_upper_quantile(0.005, 8) - scipy_stats.t.isf(0.005, 8)) < 0.01
+
+
+def test_cluster_wilson_on_single_item_clusters_is_wilson_at_the_robust_size() -> None:
+    # One item per cluster: the robust variance is k/(k-1) p(1-p)/n, so the interval is
+    # Wilson's at n (k-1)/k with the t quantile on k-1 degrees of freedom.
+    outcomes = np.r_[np.ones(14), np.zeros(6)]
+    low, high = stats.cluster_wilson_interval(outcomes, np.ones(20))
+    t = scipy_stats.t.isf(0.025, 19)
+    ref = proportion_confint(14 * 19 / 20, 20 * 19 / 20, alpha=2 * scipy_stats.norm.sf(t), method="wilson")
+    assert low == pytest.approx(ref[0], abs=1e-6) and high == pytest.approx(ref[1], abs=1e-6)
+
+
+def test_cluster_wilson_widens_when_dialogues_disagree_among_themselves() -> None:
+    # Same 60 of 100 agreements: spread evenly over dialogues, or all in some dialogues.
+    even = stats.cluster_wilson_interval(np.full(10, 6), np.full(10, 10))
+    lumped = stats.cluster_wilson_interval(np.r_[np.full(6, 10), np.zeros(4)], np.full(10, 10))
+    assert (lumped[1] - lumped[0]) > 2 * (even[1] - even[0])
+
+
+def test_cluster_wilson_does_not_collapse_at_perfect_agreement() -> None:
+    low, high = stats.cluster_wilson_interval(np.full(5, 4), np.full(5, 4))
+    assert high == 1.0 and 0.7 < low < 1.0
+
+
+def test_cluster_wilson_degenerate_inputs() -> None:
+    assert all(math.isnan(v) for v in stats.cluster_wilson_interval([], []))
+    assert stats.cluster_wilson_interval([3], [5]) == (0.0, 1.0)
+    assert stats.cluster_wilson_interval([3, 0], [5, 0]) == (0.0, 1.0)  # an empty cluster is no cluster
+    with pytest.raises(ValueError):
+        stats.cluster_wilson_interval([1, 2], [3])
+
+
+def test_thin_slice_interval_covers_near_ninety_five_percent_at_eighteen_dialogues() -> None:
+    result = interval_coverage(dialogues=18, sims=500, n_boot=300, seed=11)
+    assert 0.925 <= result["cluster_wilson"]["coverage"] <= 0.975
+    # And the reason for it: the bootstrap percentile interval falls short there.
+    assert result["bootstrap"]["coverage"] < result["cluster_wilson"]["coverage"]
+
+
+def test_wide_slice_bootstrap_covers_near_ninety_five_percent_at_296_dialogues() -> None:
+    result = interval_coverage(dialogues=296, sims=300, n_boot=300, seed=11)
+    assert 0.925 <= result["bootstrap"]["coverage"] <= 0.975

@@ -29,6 +29,7 @@ from annotation.agreement.stats.bootstrap import (
     percentile_interval,
 )
 from annotation.agreement.stats.drift import DriftResult, rolling_drift
+from annotation.agreement.stats.intervals import cluster_wilson_interval, student_t_upper_quantile
 from annotation.agreement.stats.raters import (
     AlternativeAnnotatorResult,
     MajorityResult,
@@ -54,6 +55,7 @@ __all__ = [
     "bootstrap_ci",
     "bootstrap_replicates",
     "cluster_weights",
+    "cluster_wilson_interval",
     "cohen_kappa",
     "fleiss_kappa",
     "gwet_ac1",
@@ -65,4 +67,5 @@ __all__ = [
     "percentile_interval",
     "ratings_to_counts",
     "rolling_drift",
+    "student_t_upper_quantile",
 ]

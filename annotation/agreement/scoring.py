@@ -23,6 +23,17 @@ exactly; ``gate_zeroes=True`` applies the evident intent: any hit gate item sets
 dimension norm and the question score to 0 (the dimensions still count, as zeros, in
 the ability means, as in HeartBench's own zeroing branch).
 
+Quirks of that formula a reader of the scores should know, counted by
+:func:`scorer_quirks` so that the report can show them beside the scores:
+
+* the gate item never zeroes a score (above): the count is the questions where a gate
+  item was hit and the score stood;
+* a dimension holding only penalty items (min < 0, max = 0) scores 100 when none of
+  them is hit (ln(span + 1) / ln(span + 1)): a free 100 for saying nothing wrong;
+* a failed judge call leaves no verdict; HeartBench drops that answer, and so does the
+  report (a task the judge did not label in full is left out of the judge's scores).
+  That count comes from the caller, which knows which tasks were judged.
+
 Inputs are flat per-item arrays for one model; :func:`flatten_rubrics` and
 :func:`hits_from_details` build them from HeartBench rows and judge ``detail`` vectors.
 No Django import here.
@@ -44,6 +55,7 @@ __all__ = [
     "FlatRubric",
     "ModelScores",
     "RankStability",
+    "ScorerQuirks",
     "flatten_rubrics",
     "hits_from_details",
     "kendall_tau",
@@ -51,6 +63,7 @@ __all__ = [
     "rank_models",
     "rank_stability_bootstrap",
     "score_model",
+    "scorer_quirks",
 ]
 
 GATE_DIMENSION = "其他"
@@ -230,6 +243,58 @@ def score_model(
     defined = ~np.isnan(ability_scores)
     overall = float(ability_scores[defined].mean()) if defined.any() else float("nan")
     return ModelScores(question_scores, dim_norms, dim_raw, ability_scores, overall, gate_hit)
+
+
+class ScorerQuirks(NamedTuple):
+    """Counts of :func:`scorer_quirks` (see the module docstring)."""
+
+    gate_hits_not_zeroing: int
+    """Questions with a hit gate item whose score was not zeroed."""
+    penalty_only_cells: int
+    """(question, dimension) cells holding only penalty items."""
+    penalty_only_untouched: int
+    """Of those, cells where no penalty was hit: each scored 100."""
+
+
+def scorer_quirks(
+    question_idx: ArrayLike,
+    dim_idx: ArrayLike,
+    score: ArrayLike,
+    hit: ArrayLike,
+    *,
+    gate_dim: int | None = None,
+    gate_zeroes: bool = False,
+) -> ScorerQuirks:
+    """Count where HeartBench's formula behaves surprisingly for one model's hits.
+
+    Arguments as for :func:`score_model` (same alignment, same gate identification).
+    """
+    q = np.asarray(question_idx, dtype=np.int64)
+    d = np.asarray(dim_idx, dtype=np.int64)
+    s_raw = np.asarray(score, dtype=np.float64)
+    h = np.asarray(hit) != 0
+    if not (q.shape == d.shape == s_raw.shape == h.shape) or q.ndim != 1:
+        raise ValueError("question_idx, dim_idx, score and hit must be aligned 1-D arrays")
+    if q.size == 0:
+        return ScorerQuirks(0, 0, 0)
+    n_d = int(d.max()) + 1 if gate_dim is None else max(int(d.max()) + 1, gate_dim + 1)
+    s = np.nan_to_num(s_raw, nan=0.0)
+    gate = _gate_mask(d, s_raw, gate_dim, n_d)
+    zeroing = gate & h if gate_zeroes else gate & h & (s > 0)
+    hit_gate_questions = np.unique(q[gate & h])
+    zeroed_questions = np.unique(q[zeroing])
+    body = ~gate
+    cells, cell_of = np.unique(q[body] * n_d + d[body], return_inverse=True)
+    cell_of = cell_of.reshape(-1)
+    low = np.bincount(cell_of, weights=np.minimum(s[body], 0.0), minlength=cells.size)
+    high = np.bincount(cell_of, weights=np.maximum(s[body], 0.0), minlength=cells.size)
+    hits = np.bincount(cell_of, weights=h[body].astype(np.float64), minlength=cells.size)
+    penalty_only = (low < 0) & (high <= 0)
+    return ScorerQuirks(
+        int(np.setdiff1d(hit_gate_questions, zeroed_questions).size),
+        int(penalty_only.sum()),
+        int((penalty_only & (hits == 0)).sum()),
+    )
 
 
 def _ability_means(norm_sums: NDArray[np.float64], counts: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -31,16 +31,17 @@ from numpy.typing import NDArray
 from annotation.agreement import stats
 from annotation.agreement.consistency import expert_rows
 from annotation.agreement.material import Material, Params, day_text, derive, group_bounds, interval, local_days, num
-from annotation.agreement.scoring import rank_stability_bootstrap, score_model
+from annotation.agreement.scoring import rank_models, rank_stability_bootstrap, score_model, scorer_quirks
 
 # The 2x2 -> (agreement, kappa) formula of the fast bootstrap, shared rather than copied:
 # the joint bootstrap below evaluates it on many slices at once.
 from annotation.agreement.stats.bootstrap import _agreement_kappa_from_cells
 
 ZONES = ("unanimous", "split")
-# A slice resting on fewer dialogues than this says so and takes the cluster Wilson
-# interval: there the bootstrap percentile interval covers about 91% instead of 95%
-# (bench/interval_coverage.py: 18 dialogues 0.91 vs 0.94 for the Wilson interval).
+# A slice resting on fewer dialogues than this says so (``thin``). Agreement intervals
+# are cluster Wilson ones everywhere: measured by bench/interval_coverage.py (4,000
+# simulated slices each, nominal 95%), the Wilson interval covers 94.0% / 93.5% / 95.8%
+# at 18 / 30 / 296 dialogues, the bootstrap percentile one 90.8% / 91.3% / 95.3%.
 THIN_DIALOGUES = 30
 
 
@@ -116,10 +117,11 @@ def _sliced_agreement(
 ) -> list[list[dict[str, Any]]]:
     """Agreement and kappa with CIs for every slice of every slicing at once.
 
-    A slice resting on fewer than :data:`THIN_DIALOGUES` questions is marked ``thin``
-    and its agreement interval is the cluster Wilson one (coverage checked by
-    ``bench/interval_coverage.py``); the bootstrap percentile interval is kept beside
-    it as ``agreement_ci_bootstrap``. Kappa intervals are bootstrap percentile ones.
+    A slice resting on fewer than :data:`THIN_DIALOGUES` questions is marked ``thin``.
+    The agreement interval is the cluster Wilson one (coverage checked by
+    ``bench/interval_coverage.py``, see :data:`THIN_DIALOGUES`); the bootstrap
+    percentile interval is kept beside it as ``agreement_ci_bootstrap``. Kappa
+    intervals are bootstrap percentile ones (their coverage is not simulated).
 
     A slicing is (key per unit, number of keys). Per-(slice, cluster) 2x2 counts are
     built with one bincount each; a block of bootstrap replicates is then ONE matrix
@@ -168,9 +170,9 @@ def _sliced_agreement(
                 "n": n,
                 "questions": int(questions[s]),
                 "thin": thin,
-                "interval": "cluster_wilson" if thin else "cluster_bootstrap_percentile",
+                "interval": "cluster_wilson",
                 "agreement": num(point_agree[s]),
-                "agreement_ci": wilson_ci if thin else bootstrap_ci,
+                "agreement_ci": wilson_ci,
                 "agreement_ci_bootstrap": bootstrap_ci,
                 "kappa": num(point_kappa[s]),
                 "kappa_ci": interval(stats.percentile_interval(reps_kappa[:, s], p.alpha)),
@@ -353,11 +355,73 @@ def leaderboard_section(m: Material, p: Params) -> dict[str, Any]:
     rows.sort(key=lambda r: (r["human"]["rank"], r["model"]))
     return {
         "models": rows,
+        "basis": "intersection" if with_judge else "complete",
         "n_questions": int(keep_q.sum()),
         "judge": with_judge,
         "tau": num(stability.tau) if with_judge else None,
         "tau_ci": interval(stability.tau_ci) if with_judge else [None, None],
+        **_own_bases(m, with_judge),
     }
+
+
+def _side_board(m: Material, use: NDArray[np.bool_], hits: NDArray[np.int64]) -> tuple[list[dict[str, Any]],
+                                                                                       dict[str, int]]:
+    """Each model's HeartBench score on the units `use`, ranked, and the scorer quirks counted over them."""
+    d = derive(m)
+    gate = next((i for i, dim in enumerate(m.dims) if dim.is_gate), None)
+    common = {"n_questions": len(m.question_ext), "n_dims": len(m.dims), "gate_dim": gate}
+    scores: dict[str, float] = {}
+    questions: dict[str, int] = {}
+    quirks = {"gate_hits_not_zeroing": 0, "penalty_only_cells": 0, "penalty_only_untouched": 0}
+    for i, name in enumerate(m.models):
+        u = np.flatnonzero(use & (d["unit_model"] == i))
+        if u.size == 0:
+            continue
+        q, dim, score = d["unit_question"][u], d["unit_dim"][u], m.item_score[m.unit_item[u]]
+        scores[name] = score_model(q, dim, score, hits[u], **common).overall
+        questions[name] = int(np.unique(q).size)
+        counted = scorer_quirks(q, dim, score, hits[u], gate_dim=gate)
+        for key, value in counted._asdict().items():
+            quirks[key] += int(value)
+    ranks = rank_models(scores)
+    rows = [{"model": name, "questions": questions[name], "score": num(scores[name], 2), "rank": ranks[name]}
+            for name in scores]
+    rows.sort(key=lambda r: (r["rank"], r["model"]))
+    return rows, quirks
+
+
+def _own_bases(m: Material, with_judge: bool) -> dict[str, Any]:
+    """The human board on every complete task and the judge's on every task it labelled in full.
+
+    ``models`` (above) is the like-for-like view on the tasks both sides cover; these two
+    boards each use all the data of their own side, so their numbers can differ from it.
+    A task the judge labelled only in part is a failed judge call: dropped from the
+    judge's board, as HeartBench drops it, and counted.
+    """
+    d = derive(m)
+    n_tasks = m.task_id.size
+    has_units = np.bincount(m.unit_task, minlength=n_tasks) > 0
+    complete_task = has_units & ~(np.bincount(m.unit_task[~d["complete"]], minlength=n_tasks) > 0)
+    human_rows, human_quirks = _side_board(m, complete_task[m.unit_task], d["majority"].astype(np.int64))
+    out: dict[str, Any] = {
+        "tasks": {"complete": int(complete_task.sum())},
+        "human_all": {"basis": "every_complete_task", "models": human_rows, "quirks": human_quirks},
+        "judge_all": None,
+    }
+    judge = m.judge
+    if not with_judge or judge is None:
+        return out
+    labelled = np.bincount(m.unit_task[judge >= 0], minlength=n_tasks)
+    missing = np.bincount(m.unit_task[judge < 0], minlength=n_tasks)
+    judged_task = has_units & (labelled > 0) & (missing == 0)
+    failed = has_units & (labelled > 0) & (missing > 0)
+    judge_rows, judge_quirks = _side_board(m, judged_task[m.unit_task], judge.astype(np.int64))
+    out["tasks"].update(judged=int(judged_task.sum()), both=int((judged_task & complete_task).sum()),
+                        judge_failed_dropped=int(failed.sum()),
+                        judge_not_judged=int((has_units & (labelled == 0)).sum()))
+    out["judge_all"] = {"basis": "every_task_the_run_judged", "models": judge_rows,
+                        "quirks": {**judge_quirks, "failed_calls_dropped": int(failed.sum())}}
+    return out
 
 
 def _question_contiguous(norms: NDArray[np.float64]) -> NDArray[np.float64]:

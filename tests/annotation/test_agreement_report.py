@@ -107,7 +107,7 @@ def test_judge_agreement_and_kappa_overall(panel):
     assert overall["kappa"] == round(stats.cohen_kappa(judge, majority), 4)
     assert stats.majority(labels).majority.tolist() == majority.tolist()
     boot = stats.bootstrap_agreement_kappa(judge, majority, questions, n_boot=1000, seed=0)
-    # Four dialogues: a thin slice, whose interval is the cluster Wilson one; the
+    # Four dialogues: a thin slice. The agreement interval is the cluster Wilson one; the
     # bootstrap percentile interval (the figure this test checked before) is kept beside it.
     assert overall["thin"] is True and overall["interval"] == "cluster_wilson"
     assert overall["agreement_ci_bootstrap"] == [round(boot.agreement_ci[0], 4), round(boot.agreement_ci[1], 4)]

@@ -314,3 +314,61 @@ def test_rank_stability_tau_replicates_match_direct_computation(questions: list[
 
     direct = kendalltau(scoring.overall_from_norms(human, weights), scoring.overall_from_norms(judge, weights)).statistic
     assert result.tau_replicates[0] == pytest.approx(direct)
+
+
+# ------------------------------------------------------------------ scorer quirks
+
+
+def test_quirks_of_the_hand_example() -> None:
+    q, d, s, h = hand_example()
+
+    quirks = scoring.scorer_quirks(q, d, s, h, gate_dim=2)
+
+    # The null-scored gate item is hit and the score stands; B (only a penalty, missed) scores 100.
+    assert quirks == scoring.ScorerQuirks(gate_hits_not_zeroing=1, penalty_only_cells=1, penalty_only_untouched=1)
+
+
+def test_a_hit_penalty_is_no_free_hundred() -> None:
+    q, d, s, _ = hand_example()
+
+    quirks = scoring.scorer_quirks(q, d, s, np.array([1, 0, 1, 1, 0]), gate_dim=2)
+
+    assert quirks == scoring.ScorerQuirks(gate_hits_not_zeroing=0, penalty_only_cells=1, penalty_only_untouched=0)
+
+
+def test_a_gate_that_zeroes_is_no_quirk() -> None:
+    q, d, s, h = hand_example()
+    positive_gate = np.array([3.0, 2.0, -1.0, -2.0, 1.0])
+
+    assert scoring.scorer_quirks(q, d, s, h, gate_dim=2, gate_zeroes=True).gate_hits_not_zeroing == 0
+    assert scoring.scorer_quirks(q, d, positive_gate, h, gate_dim=2).gate_hits_not_zeroing == 0
+
+
+def test_quirk_counts_match_a_plain_count_on_heartbench(questions: list[dict], flat: scoring.FlatRubric) -> None:
+    details = random_details(questions, seed=5, p_hit=0.2)
+    gate_not_zeroing = cells = untouched = 0
+    for q, detail in zip(questions, details):
+        by_dim: dict[str, list[tuple[float, int]]] = {}
+        gate_hit = False
+        for item, hit in zip(q["rubric"], detail):
+            if item["dimension"] == GATE:
+                gate_hit = gate_hit or bool(hit)
+                continue
+            by_dim.setdefault(item["dimension"], []).append((0.0 if item["score"] is None else item["score"], hit))
+        gate_not_zeroing += gate_hit  # parity mode: a gate never zeroes on the public data
+        for pairs in by_dim.values():
+            if all(score <= 0 for score, _ in pairs) and any(score < 0 for score, _ in pairs):
+                cells += 1
+                untouched += not any(hit for _, hit in pairs)
+
+    hits = scoring.hits_from_details(flat, details)
+    quirks = scoring.scorer_quirks(flat.question_idx, flat.dim_idx, flat.score, hits, gate_dim=flat.gate_dim)
+
+    assert quirks == scoring.ScorerQuirks(gate_not_zeroing, cells, untouched)
+    assert quirks.gate_hits_not_zeroing > 0 and quirks.penalty_only_untouched > 0
+
+
+def test_scorer_quirks_refuses_misaligned_input_and_counts_nothing_on_nothing() -> None:
+    with pytest.raises(ValueError):
+        scoring.scorer_quirks([0, 0], [0], [1.0, 2.0], [1, 0])
+    assert scoring.scorer_quirks([], [], [], []) == scoring.ScorerQuirks(0, 0, 0)

@@ -6,10 +6,10 @@ dialogues (Beta with mean ``p`` and intra-dialogue correlation ``icc``), so unit
 one dialogue are correlated, as they are in real data. For each simulated slice both
 intervals are built and checked against the true rate:
 
-* ``bootstrap``: the cluster bootstrap percentile interval, by dialogue (what the report
-  uses for slices resting on 30 dialogues or more);
-* ``cluster_wilson``: :func:`annotation.agreement.stats.cluster_wilson_interval` (what it
-  uses below 30).
+* ``bootstrap``: the cluster bootstrap percentile interval, by dialogue (the report keeps
+  it as ``agreement_ci_bootstrap``);
+* ``cluster_wilson``: :func:`annotation.agreement.stats.cluster_wilson_interval` (the
+  report's ``agreement_ci``, thin slices included).
 
 Prints one JSON line: coverage and mean width of both at each size, nominal 95%.
 Usage: .venv/bin/python bench/interval_coverage.py [--sims N] [--seed S]

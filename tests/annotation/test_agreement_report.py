@@ -16,6 +16,7 @@ from annotation.agreement.services import (
 from annotation.models import AgreementReport, Assignment, GoldenReference, JudgeLabel, JudgeRun, Task
 from annotation.selectors import rubric_items_for_task
 from annotation.submission.services import labels_submit
+from rubrics.models import Dimension
 from tests.factories import ExpertFactory, PMFactory, make_project_with_tasks
 
 pytestmark = pytest.mark.django_db
@@ -354,3 +355,88 @@ def test_recompute_refreshes_every_reported_run(panel):
 
     fresh = AgreementReport.objects.filter(status="done", computed_at=T0 + timedelta(minutes=2))
     assert sorted(fresh.values_list("judge_run_id", flat=True)) == sorted([run.pk, other.pk])
+
+
+def test_the_headline_leaves_gate_items_out_and_shows_them_on_their_own_line(panel):
+    project, _, tasks, _ = panel
+    _, judge, majority, questions = complete_arrays()
+    third = rubric_items_for_task(tasks[0])[2]
+    # Published items cannot change; the third position's dimension becomes the gate instead.
+    Dimension.objects.filter(pk=third.dimension_id).update(is_gate=True)
+    position = np.tile(np.arange(3), 7)
+
+    judge_section = agreement_report_compute(project=project, now=T0 + timedelta(days=1)).payload["judge"]
+
+    body, gate = position < 2, position == 2
+    assert judge_section["overall"]["key"] == "non_gate"
+    assert judge_section["overall"]["n"] == 14
+    assert judge_section["overall"]["agreement"] == round(float((judge[body] == majority[body]).mean()), 4)
+    assert judge_section["gate"]["n"] == 7
+    assert judge_section["gate"]["agreement"] == round(float((judge[gate] == majority[gate]).mean()), 4)
+    # The old headline, every unit, stays under its own key.
+    assert judge_section["overall_with_gate"]["n"] == 21
+    assert judge_section["overall_with_gate"]["agreement"] == round(15 / 21, 4)
+    boot = stats.bootstrap_agreement_kappa(judge[body], majority[body], questions[body], n_boot=1000, seed=0)
+    assert judge_section["overall"]["kappa"] == round(boot.kappa, 4)
+
+
+def test_every_slice_of_the_small_panel_says_it_rests_on_few_dialogues(panel):
+    project, _, _, _ = panel
+
+    judge_section = agreement_report_compute(project=project, now=T0 + timedelta(days=1)).payload["judge"]
+
+    rows = [*judge_section["by_dimension"], *judge_section["by_model"], *judge_section["by_zone"]]
+    assert rows and all(r["thin"] and r["questions"] < 30 and r["interval"] == "cluster_wilson" for r in rows)
+    assert judge_section["thin_slices"] == sum(len(judge_section[k]) for k in
+                                               ("by_dimension", "by_category", "by_model", "by_difficulty",
+                                                "by_zone"))
+    for r in rows:
+        low, high = r["agreement_ci"]
+        assert low <= r["agreement"] <= high
+
+
+def test_each_leaderboard_uses_its_own_data_and_the_like_for_like_view_their_intersection(panel):
+    project, _, tasks, run = panel
+    # A failed judge call: the judge labelled q0/model-0 only in part.
+    JudgeLabel.objects.filter(run=run, task=tasks[0], rubric_item=rubric_items_for_task(tasks[0])[0]).delete()
+    _, judge, majority, _ = complete_arrays()
+    question, dim = np.repeat(np.arange(4), 3), np.tile(np.arange(3), 4)
+    score = np.tile(np.array([1.0, 2.0, -3.0]), 4)
+    full_judge = np.array([v for task in JUDGE for v in task])
+
+    board = agreement_report_compute(project=project, now=T0 + timedelta(days=1)).payload["leaderboard"]
+
+    human = {r["model"]: r for r in board["human_all"]["models"]}
+    judged = {r["model"]: r for r in board["judge_all"]["models"]}
+    like = {r["model"]: r for r in board["models"]}
+    assert board["basis"] == "intersection"
+    assert board["human_all"]["basis"] == "every_complete_task"
+    assert board["judge_all"]["basis"] == "every_task_the_run_judged"
+    # Human: every complete task (q3/model-1 is pending). Judge: every task judged in full
+    # (q0/model-0 is not, q3/model-1 is). Like for like: both.
+    assert (human["model-0"]["questions"], human["model-1"]["questions"]) == (4, 3)
+    assert (judged["model-0"]["questions"], judged["model-1"]["questions"]) == (3, 4)
+    assert (like["model-0"]["questions"], like["model-1"]["questions"]) == (3, 3)
+    assert board["tasks"] == {"complete": 7, "judged": 7, "both": 6, "judge_failed_dropped": 1,
+                              "judge_not_judged": 0}
+    model1 = (np.array([1, 3, 5, 7])[:, None] * 3 + np.arange(3)).ravel()
+    expected = score_model(question, dim, score, full_judge[model1], n_questions=4, n_dims=3).overall
+    assert judged["model-1"]["score"] == round(expected, 2)
+    model0 = (np.array([0, 2, 4, 6])[:, None] * 3 + np.arange(3)).ravel()
+    expected = score_model(question, dim, score, majority[model0], n_questions=4, n_dims=3).overall
+    assert human["model-0"]["score"] == round(expected, 2)
+    assert board["judge_all"]["quirks"]["failed_calls_dropped"] == 1
+
+
+def test_the_scorer_quirks_are_counted_beside_the_scores(panel):
+    project, _, _, _ = panel
+
+    board = agreement_report_compute(project=project, now=T0 + timedelta(days=1)).payload["leaderboard"]
+
+    # Position 3 scores -3 and is alone in its dimension: a penalty-only ability on each of
+    # the 7 complete tasks; the majority left it untouched (a free 100) on 4 of them.
+    assert board["human_all"]["quirks"] == {"gate_hits_not_zeroing": 0, "penalty_only_cells": 7,
+                                            "penalty_only_untouched": 4}
+    # The judge, on its 8 fully judged tasks, hit position 3 on q0/m0, q1/m0, q2/m0, q3/m0, q3/m1.
+    assert board["judge_all"]["quirks"] == {"gate_hits_not_zeroing": 0, "penalty_only_cells": 8,
+                                            "penalty_only_untouched": 3, "failed_calls_dropped": 0}

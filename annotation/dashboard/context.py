@@ -5,7 +5,7 @@ link behind every figure (the items page, filtered), and the series the charts d
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -53,6 +53,7 @@ class AgreementRow:
     link: str
     disagree_link: str
     extra: dict[str, Any]
+    thin: bool = False
 
 
 class ReportView:
@@ -109,15 +110,33 @@ class ReportView:
                 link=self.link(**({filter_name: r["key"]} if filter_name else {})),
                 disagree_link=self.link(**({filter_name: r["key"]} if filter_name else {}), disagree=1),
                 extra={k: v for k, v in r.items() if k == "zones"},
+                thin=bool(r.get("thin")),
             )
             for r in rows
         ]
 
     def overall(self) -> AgreementRow | None:
+        """The headline: every judged unit outside the gate dimension."""
         judge = self.judge
         if not judge or not judge.get("overall"):
             return None
         return self._rows([judge["overall"]], lambda _key: _("All units"), "")[0]
+
+    def gate_line(self) -> AgreementRow | None:
+        """The gate items on their own (left out of the headline)."""
+        judge = self.judge or {}
+        if not judge.get("gate"):
+            return None
+        gate_code = next((code for code, d in self.dims.items() if d.get("is_gate")), "")
+        row = self._rows([judge["gate"]], lambda _key: _("Gate items"), "")[0]
+        return replace(row, link=self.link(dimension=gate_code),
+                       disagree_link=self.link(dimension=gate_code, disagree=1))
+
+    def overall_with_gate(self) -> AgreementRow | None:
+        judge = self.judge or {}
+        if not judge.get("overall_with_gate"):
+            return None
+        return self._rows([judge["overall_with_gate"]], lambda _key: _("All units, gate included"), "")[0]
 
     def by_dimension(self) -> list[AgreementRow]:
         return self._rows(self.judge["by_dimension"], self.dim_name, "dimension") if self.judge else []
@@ -209,7 +228,36 @@ class ReportView:
                 "link": self.link(model=r["model"]),
             })
         return {"rows": rows, "judge": board.get("judge", False), "tau": dec(board.get("tau")),
-                "tau_ci": span(board.get("tau_ci"), as_pct=False), "questions": board.get("n_questions", 0)}
+                "tau_ci": span(board.get("tau_ci"), as_pct=False), "questions": board.get("n_questions", 0),
+                "tasks": board.get("tasks", {}),
+                "sides": [
+                    {"title": _("Human consensus on every complete task"),
+                     "basis": _("Every task all of whose items have a full panel, judged or not."),
+                     "board": self._own_board(board.get("human_all"))},
+                    {"title": _("Judge on every task it labelled"),
+                     "basis": _("Every task the judge run labelled in full, whether or not the panel is complete."),
+                     "board": self._own_board(board.get("judge_all"))},
+                ]}
+
+    def _own_board(self, side: dict[str, Any] | None) -> dict[str, Any] | None:
+        """One side's own leaderboard (all its data) with the scorer quirks counted on it."""
+        if not side:
+            return None
+        quirks = side.get("quirks", {})
+        notes = [
+            {"count": quirks.get("gate_hits_not_zeroing", 0),
+             "text": _("questions where a gate item was hit and the score still stood (HeartBench's gate "
+                       "never zeroes a score)")},
+            {"count": quirks.get("penalty_only_untouched", 0),
+             "text": _("abilities holding only penalty items that scored 100 because none was hit "
+                       "(of %(cells)s such abilities)") % {"cells": quirks.get("penalty_only_cells", 0)}},
+        ]
+        if "failed_calls_dropped" in quirks:
+            notes.append({"count": quirks["failed_calls_dropped"],
+                          "text": _("tasks dropped because the judge labelled them only in part (failed judge calls)")})
+        return {"rows": [{**r, "score_text": dec(r["score"]), "link": self.link(model=r["model"])}
+                         for r in side.get("models", [])],
+                "quirks": notes}
 
     def alternative(self) -> dict[str, Any] | None:
         alt = (self.judge or {}).get("alternative_annotator")

@@ -11,6 +11,7 @@ from annotation.agreement.services import agreement_report_compute
 from annotation.models import AgreementReport, JudgeLabel, JudgeRun
 from annotation.selectors import rubric_items_for_task
 from annotation.services import project_add_member
+from rubrics.models import Dimension
 from tests.annotation.test_agreement_report import JUDGE, PANEL, T0, build
 from tests.factories import ExpertFactory, PMFactory, make_project_with_tasks
 
@@ -218,3 +219,53 @@ def test_the_status_line_offers_a_newer_report_once_it_lands(client, reported):
     assert newer.pk != report.pk
     assert page_url(project) not in before
     assert f'href="{page_url(project)}"' in after
+
+
+@pytest.fixture
+def reported_with_gate():
+    project, experts, tasks, run = build(PANEL, JUDGE)
+    # The third rubric position's dimension becomes the gate (published items cannot change).
+    Dimension.objects.filter(pk=rubric_items_for_task(tasks[0])[2].dimension_id).update(is_gate=True)
+    report = agreement_report_compute(project=project, judge_run=run, now=T0 + timedelta(days=1))
+    return project, report
+
+
+def test_the_page_shows_the_headline_without_the_gate_and_the_gate_on_its_own_line(client, reported_with_gate):
+    project, report = reported_with_gate
+    client.force_login(project.created_by)
+    judge = report.payload["judge"]
+
+    html = client.get(page_url(project), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+
+    headline = f"{100 * judge['overall']['agreement']:.1f}%"
+    gate = f"{100 * judge['gate']['agreement']:.1f}%"
+    assert judge["overall"]["n"] == 14 and judge["gate"]["n"] == 7
+    assert re.search(rf'<dt>Agreement</dt><dd><a href="[^"]*">{re.escape(headline)}</a>', html)
+    assert f"Gate items: {gate} agreement" in html
+    assert "All units, gate included: 71.4% agreement" in html
+    assert "rests on 4 dialogues only" in html
+
+
+def test_thin_slices_and_scorer_quirks_are_shown_beside_the_figures(client, reported):
+    project, _, _, _, report = reported
+    client.force_login(project.created_by)
+    board = report.payload["leaderboard"]
+
+    html = client.get(page_url(project), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+
+    assert html.count("few dialogues") >= len(report.payload["judge"]["by_dimension"])
+    assert "Like for like" in html and f"on the {board['tasks']['both']} tasks" in html
+    assert "Human consensus on every complete task" in html and "Judge on every task it labelled" in html
+    untouched = board["human_all"]["quirks"]["penalty_only_untouched"]
+    assert re.search(rf"<strong>{untouched}</strong> abilities holding only penalty items", unescape(html))
+    assert "failed judge calls" in html
+
+
+def test_the_report_explanations_read_in_chinese(client, reported_with_gate):
+    project, _ = reported_with_gate
+    client.force_login(project.created_by)
+
+    html = client.get(page_url(project), HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+
+    assert "门槛项：一致率" in html and "同口径对比" in html and "对话较少" in html
+    assert "这些分数背后的评分规则特性" in html

@@ -6,8 +6,10 @@ import pytest
 from django.db.models import F
 
 from annotation.agreement import stats
+from annotation.agreement.material import Params
 from annotation.agreement.report import golden_reference_matrix
 from annotation.agreement.scoring import score_model
+from annotation.agreement.sections import _sliced_agreement
 from annotation.agreement.services import (
     agreement_report_compute,
     agreement_report_process,
@@ -440,3 +442,20 @@ def test_the_scorer_quirks_are_counted_beside_the_scores(panel):
     # The judge, on its 8 fully judged tasks, hit position 3 on q0/m0, q1/m0, q2/m0, q3/m0, q3/m1.
     assert board["judge_all"]["quirks"] == {"gate_hits_not_zeroing": 0, "penalty_only_cells": 8,
                                             "penalty_only_untouched": 3, "failed_calls_dropped": 0}
+
+
+@pytest.mark.parametrize(("dialogues", "thin"), [(29, True), (30, False)])
+def test_a_slice_is_thin_below_thirty_dialogues_and_not_at_thirty(dialogues, thin):
+    rng = np.random.default_rng(dialogues)
+    cluster = np.repeat(np.arange(dialogues), 5)
+    judge = rng.integers(0, 2, cluster.size)
+    human = np.where(rng.random(cluster.size) < 0.8, judge, 1 - judge)
+
+    (row,), = _sliced_agreement(judge, human, cluster, [(np.zeros(cluster.size, np.int64), 1)], Params(n_boot=200))
+
+    assert row["questions"] == dialogues and row["thin"] is thin
+    wilson = stats.cluster_wilson_interval(np.bincount(cluster, weights=(judge == human).astype(float)),
+                                           np.bincount(cluster))
+    assert row["agreement_ci"] == [round(wilson[0], 4), round(wilson[1], 4)]
+    boot = stats.bootstrap_agreement_kappa(judge, human, cluster, n_boot=200, seed=0)
+    assert row["agreement_ci_bootstrap"] == [round(boot.agreement_ci[0], 4), round(boot.agreement_ci[1], 4)]

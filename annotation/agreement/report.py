@@ -21,7 +21,7 @@ from django.utils import timezone
 from numpy.typing import NDArray
 
 from annotation.agreement.material import Dim, Expert, Material, Params
-from annotation.agreement.sections import report_sections
+from annotation.agreement.sections import THIN_DIALOGUES, report_sections
 from annotation.models import Assignment, JudgeLabel, JudgeRun, Label, Project, Question, Task
 from experts.models import ExpertProfile
 from rubrics.models import Dimension, RubricItem, RubricVersion
@@ -313,7 +313,9 @@ def report_payload(*, project: Project, version: RubricVersion | None, run: Judg
                    "bootstrap_cluster": "question", "drift_window": params.drift_window,
                    "drift_baseline": params.drift_baseline, "drift_margin": params.drift_margin,
                    "drift_alpha": params.drift_alpha,
-                   "majority": "hit when more than half of the panel says hit"},
+                   "majority": "hit when more than half of the panel says hit",
+                   "agreement_interval": "cluster_wilson", "thin_dialogues": THIN_DIALOGUES,
+                   "headline_excludes_gate": True},
         "dimensions": [{"code": d.code, "name_zh": d.name_zh, "name_en": d.name_en, "category": d.category,
                         "is_gate": d.is_gate} for d in material.dims],
         **sections,

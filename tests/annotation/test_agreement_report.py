@@ -120,6 +120,7 @@ def test_judge_agreement_and_kappa_overall(panel):
     assert overall["agreement_ci"] == [round(wilson[0], 4), round(wilson[1], 4)]
     assert overall["kappa_ci"] == [round(boot.kappa_ci[0], 4), round(boot.kappa_ci[1], 4)]
     assert overall["questions"] == 4
+    assert payload["params"]["thin_dialogues"] == 30 and payload["params"]["headline_excludes_gate"] is True
     # No gate item in this rubric: the headline equals the all-units figure, and no gate line.
     assert payload["judge"]["gate"] is None
     assert {k: v for k, v in payload["judge"]["overall_with_gate"].items() if k != "key"} == {

@@ -233,7 +233,10 @@ def rubric_versions_compare_view(request: HttpRequest, project_id: int) -> HttpR
     if a_number is not None and b_number is not None:
         a = rubric_published_version_get(project=project, number=a_number)
         b = rubric_published_version_get(project=project, number=b_number)
+        kinds = {"content": _("reworded"), "score": _("rescored"), "dimension": _("dimension changed"),
+                 "tags": _("tags changed")}
         rows = [{"item": row, "rate_a": _percent(row.a.hit_rate), "rate_b": _percent(row.b.hit_rate),
+                 "changed": [kinds[name] for name in row.changed],
                  "zones": [(row.a.zones.get(value, 0), row.b.zones.get(value, 0)) for value, _label in zones]}
                 for row in rubric_versions_compare(a=a, b=b)]
     return render(request, "annotation/rubric_editing/compare.html",

@@ -119,7 +119,6 @@ def test_unchanged_questions_keep_their_labels_and_consensus_on_the_new_items(wo
 
 
 def test_golden_references_carry_over(world, pm):
-    project = world["project"]
     before = GoldenReference.objects.filter(task__rubric_version=world["old"]).count()
 
     version = _publish(world, pm)
@@ -242,7 +241,7 @@ def test_the_compare_page_shows_shared_items_under_each_version(client, world, p
     text = page.content.decode()
     # The reworded item: its finished task stayed under the old version, the new one has no consensus yet.
     row = text.split('id="compare-q12:1"')[1].split("</tr>")[0]
-    assert "content" in row and '"compare-a">100% (1)' in row and '"compare-b">— (0)' in row
+    assert "改写措辞" in row and '"compare-a">100% (1)' in row and '"compare-b">— (0)' in row
     # A carried item counts under the new version only.
     row = text.split('id="compare-q13:1"')[1].split("</tr>")[0]
     assert '"compare-a">— (0)' in row and '"compare-b">100% (1)' in row

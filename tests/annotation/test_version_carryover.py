@@ -11,6 +11,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
+from annotation.agreement.report import material_load
 from annotation.assignment.services import assignment_claim_next
 from annotation.models import Assignment, GoldenReference, ItemConsensus, Label, Question, Task
 from annotation.rubric_editing.publishing import rubric_version_publish
@@ -248,3 +249,17 @@ def test_the_compare_page_shows_shared_items_under_each_version(client, world, p
     assert client.get(f"/projects/{project.pk}/rubric/versions/compare/", {"a": 99, "b": 1}).status_code == 404
     client.force_login(world["panel"][0])
     assert client.get(f"/projects/{project.pk}/rubric/versions/compare/").status_code == 404
+
+
+def test_the_reports_of_the_new_version_cover_the_carried_work(world, pm):
+    project = world["project"]
+    carried = list(_regular(project, world["old"]).exclude(response__question__external_id="q12")
+                   .values_list("pk", flat=True))
+
+    version = _publish(world, pm)
+    material = material_load(project=project, version=version)
+
+    # Every unit (task × item) of the three carried tasks, with all three labels, and nothing of q12 yet.
+    covered = set(material.task_id[material.unit_task].tolist())
+    assert covered == set(carried)
+    assert (material.labels >= 0).sum() == 3 * 3 * 3

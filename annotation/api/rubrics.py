@@ -63,7 +63,9 @@ class DraftDiffOut(serializers.Serializer):
     added = serializers.ListField(child=serializers.CharField(), help_text="item keys")
     removed = serializers.ListField(child=serializers.CharField(), help_text="item keys")
     changed = DraftItemChangeOut(many=True)
-    changes_standard = serializers.BooleanField(help_text="publishing sends the project's experts back to calibration")
+    changes_standard = serializers.BooleanField(
+        help_text="a criterion experts already judge changed (re-calibration follows only when it is on a golden "
+                  "question: see the impact's `recalibration`)")
     guidelines_changed = serializers.BooleanField(help_text="the draft's guidelines differ from the published ones")
     guidelines_diff = serializers.ListField(
         child=serializers.CharField(trim_whitespace=False),

@@ -18,6 +18,7 @@ from annotation.rubric_editing.publishing import rubric_version_publish
 from annotation.rubric_editing.services import rubric_draft_item_update, rubric_draft_start
 from annotation.selectors import rubric_items_for_task, rubric_version_current
 from annotation.submission.services import labels_submit
+from core.errors import DomainError
 from experts.models import Notification
 from payments.ledger import earnings_sweep
 from payments.models import LedgerEntry
@@ -263,3 +264,27 @@ def test_the_reports_of_the_new_version_cover_the_carried_work(world, pm):
     covered = set(material.task_id[material.unit_task].tolist())
     assert covered == set(carried)
     assert (material.labels >= 0).sum() == 3 * 3 * 3
+
+
+def test_the_impact_is_404_for_other_pms_and_experts_and_a_draft_cannot_be_compared(api, client, world, pm):
+    project = world["project"]
+    url = f"/api/v1/projects/{project.pk}/rubric-versions/draft/impact/"
+
+    assert _api(api, PMFactory()).get(url).status_code == 404
+    assert _api(api, world["panel"][0]).get(url).status_code == 404
+    client.force_login(pm)
+    compare = f"/projects/{project.pk}/rubric/versions/compare/"
+    assert client.get(compare, {"a": world["old"].number, "b": world["draft"].number}).status_code == 404
+    assert client.get(compare, {"a": "x", "b": world["old"].number}).status_code == 404
+
+
+def test_publishing_again_carries_nothing_twice(world, pm):
+    project = world["project"]
+    version = _publish(world, pm)
+    tasks = Task.objects.filter(project=project).count()
+
+    with pytest.raises(DomainError):
+        rubric_version_publish(project=project, version=world["draft"], reason="again", now=timezone.now(), by=pm)
+
+    assert Task.objects.filter(project=project).count() == tasks
+    assert rubric_version_current(project) == version

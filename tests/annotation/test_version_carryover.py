@@ -288,3 +288,29 @@ def test_publishing_again_carries_nothing_twice(world, pm):
 
     assert Task.objects.filter(project=project).count() == tasks
     assert rubric_version_current(project) == version
+
+
+def test_a_submission_that_read_its_items_before_the_publish_labels_the_new_items(world, pm, monkeypatch):
+    project = world["project"]
+    q13 = Question.objects.get(project=project, external_id="q13")
+    task = Task.objects.create(project=project, response=ResponseFactory(question=q13, project=project,
+                                                                         model_name="model-y"),
+                               rubric_version=world["old"], overlap=project.overlap,
+                               shuffle_key=random.getrandbits(62))
+    expert = world["latecomer"]
+    # Free the latecomer's lease on q12's second response (its slot with it), so the new q13 task is theirs.
+    Assignment.objects.filter(pk=world["held"].pk).update(status="released")
+    Task.objects.filter(pk=world["extra"].pk).update(live_count=1)
+    lease = assignment_claim_next(project=project, expert=expert, now=timezone.now())
+    assert lease.task_id == task.pk
+    stale = Assignment.objects.select_related("task__response__question", "task__project").get(pk=lease.pk)
+    # The submission reads the task (and so its items) before the publish commits...
+    monkeypatch.setattr("annotation.submission.services.assignment_get_for_expert", lambda user, pk: stale)
+    version = _publish(world, pm)
+
+    # ...and writes its labels after it, under the task lock.
+    labels_submit(expert=expert, assignment_id=lease.pk, labels={"q13:1": 1, "q13:2": 0, "q13:3": 1},
+                  now=timezone.now())
+
+    assert set(Label.objects.filter(assignment=lease).values_list("rubric_item__version_id", flat=True)) == {
+        version.pk}

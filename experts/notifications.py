@@ -22,6 +22,8 @@ TEMPLATES = {
                        "last %(window)s control tasks is below %(threshold)s%%."),
     "account_paused": _("Your expert account was paused after a quality check in “%(project)s”. "
                         "Your project manager has been told and will get in touch."),
+    "task_superseded": _("Rubric version %(version)s of “%(project)s” changed the items of a task you held, "
+                         "so that lease has ended; your draft is kept and new tasks use the new version."),
     "tier_changed": _("Your tier changed from %(from_tier)s to %(to_tier)s: %(reason)s"),
 }
 # Params that hold a tier code, shown as the tier's name in the reader's language.

@@ -10,4 +10,9 @@ class PaymentsConfig(AppConfig):
         # Register the tasks in every process, not only in workers: annotation sends
         # "payments.ledger_post_earning" by name, and in the embedded mode (eager Celery) a
         # task the process does not know would go to the in-memory broker and be lost.
+        # The rubric impact prices re-annotation through a hook annotation offers (it cannot import us).
+        from annotation.rubric_editing.pricing import reannotation_pricer_register
         from payments import receivers, tasks  # noqa: F401
+        from payments.pricing import reannotation_price
+
+        reannotation_pricer_register(reannotation_price)

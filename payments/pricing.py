@@ -19,6 +19,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from django.db import IntegrityError, transaction
 
 from annotation.models import Difficulty, Project
+from annotation.rubric_editing.pricing import Cost
 from core.errors import Conflict, DomainError
 from experts.models import Tier, User
 from payments.models import PaymentSettings, PriceRule, TierMultiplier
@@ -196,3 +197,16 @@ def tier_multiplier_create(*, project: Project, tier: str, multiplier, effective
     except IntegrityError:
         raise Conflict("A multiplier for this tier already starts at that instant.",
                        code="duplicate_rule") from None
+
+
+def reannotation_price(project_id: int, work: dict[str, int], at: datetime) -> Cost:
+    """Price pieces of work by difficulty at the base price in force at `at` (the lowest tier's multiplier:
+    who will do the work is not known yet). Registered in `annotation.rubric_editing.pricing`."""
+    total = Decimal("0")
+    currency = project_currency(project_id)
+    for difficulty, pieces in work.items():
+        if pieces:
+            quote = price_quote(project_id=project_id, difficulty=difficulty, tier=Tier.BRONZE, at=at)
+            total += quote.amount * pieces
+            currency = quote.currency
+    return Cost(amount=money_round(total), currency=currency)

@@ -1,4 +1,5 @@
 """The standard experts judge against: dimensions, rubric versions and their items."""
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import get_language
@@ -61,6 +62,11 @@ class RubricVersion(models.Model):
     guidelines = models.TextField(blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
     published_at = models.DateTimeField(null=True, blank=True)
+    # Who published it (the changelog's author); empty for versions published before this was kept
+    # and for imports run from the command line.
+    # PROTECT, not SET_NULL: clearing it would rewrite a published row, which the trigger refuses.
+    published_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
+                                     related_name="+")
 
     class Meta:
         ordering = ["rubric_id", "number"]

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from annotation.api.common import NOT_FOUND as _NOT_FOUND
 from annotation.api.serializers import ErrorOut
 from annotation.models import Project
+from annotation.rubric_editing.impact import rubric_impact
 from annotation.rubric_editing.services import (
     DraftView,
     rubric_draft_guidelines_update,
@@ -24,6 +25,7 @@ from annotation.rubric_editing.services import (
     rubric_draft_view,
     rubric_version_publish_by_number,
 )
+from annotation.rubric_editing.versions import rubric_changelog
 from annotation.selectors import project_get_for_user
 from rubrics.models import RubricItem
 
@@ -61,7 +63,9 @@ class DraftDiffOut(serializers.Serializer):
     added = serializers.ListField(child=serializers.CharField(), help_text="item keys")
     removed = serializers.ListField(child=serializers.CharField(), help_text="item keys")
     changed = DraftItemChangeOut(many=True)
-    changes_standard = serializers.BooleanField(help_text="publishing sends the project's experts back to calibration")
+    changes_standard = serializers.BooleanField(
+        help_text="a criterion experts already judge changed (re-calibration follows only when it is on a golden "
+                  "question: see the impact's `recalibration`)")
     guidelines_changed = serializers.BooleanField(help_text="the draft's guidelines differ from the published ones")
     guidelines_diff = serializers.ListField(
         child=serializers.CharField(trim_whitespace=False),
@@ -207,5 +211,86 @@ class RubricVersionPublishApi(APIView):
         body = self.InputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         version = rubric_version_publish_by_number(project=project, number=number,
-                                                   reason=body.validated_data["reason"], now=timezone.now())
+                                                   reason=body.validated_data["reason"], now=timezone.now(),
+                                                   by=request.user)
         return Response(self.OutputSerializer(version).data)
+
+
+class RubricDraftImpactApi(APIView):
+    """What publishing the draft would do: changed questions and items, the work they touch, and the cost
+    of re-annotating at current prices (null when no price source is installed). All zeros without a draft."""
+
+    @extend_schema_serializer(component_name="RubricQuestionChange")
+    class QuestionSerializer(serializers.Serializer):
+        question_id = serializers.CharField()
+        items = serializers.DictField(
+            child=serializers.ListField(child=serializers.CharField()),
+            help_text="{kind: item keys}, kind one of added, removed, reworded, rescored, dimension_changed, retagged")
+
+    @extend_schema_serializer(component_name="RubricImpact")
+    class OutputSerializer(serializers.Serializer):
+        draft = serializers.IntegerField(allow_null=True)
+        published = serializers.IntegerField(allow_null=True)
+        questions = serializers.ListField(child=serializers.DictField(), help_text="RubricQuestionChange rows")
+        tasks = serializers.IntegerField(help_text="regular tasks of changed questions on the published version")
+        submitted_labels = serializers.IntegerField()
+        golden_tasks = serializers.IntegerField()
+        experts = serializers.IntegerField(help_text="experts with a submission or open lease on those tasks")
+        open_leases = serializers.IntegerField(help_text="leases that end on publishing")
+        carried_tasks = serializers.IntegerField(help_text="tasks that carry over unchanged")
+        new_tasks = serializers.IntegerField()
+        work = serializers.DictField(child=serializers.IntegerField(), help_text="{difficulty: pieces of work}")
+        cost = serializers.DecimalField(max_digits=14, decimal_places=2, allow_null=True)
+        currency = serializers.CharField(allow_null=True)
+        recalibration = serializers.BooleanField(help_text="publishing sends the experts back to calibration")
+
+    @extend_schema(operation_id="rubric_draft_impact", responses={200: OutputSerializer, 404: _NOT_FOUND})
+    def get(self, request: Request, project_id: int) -> Response:
+        project = project_get_for_user(request.user, project_id, manage=True)
+        view = rubric_draft_view(project)
+        impact = rubric_impact(project=project, published=view.published, diff=view.diff, at=timezone.now())
+        body = {
+            "draft": view.draft.number if view.draft else None,
+            "published": view.published.number if view.published else None,
+            "questions": [{"question_id": q.question_id, "items": q.items} for q in impact.questions],
+            "tasks": impact.tasks, "submitted_labels": impact.submitted_labels, "golden_tasks": impact.golden_tasks,
+            "experts": impact.experts, "open_leases": impact.open_leases, "carried_tasks": impact.carried_tasks,
+            "new_tasks": impact.new_tasks, "work": impact.work,
+            "cost": impact.cost.amount if impact.cost else None,
+            "currency": impact.cost.currency if impact.cost else None,
+            "recalibration": impact.recalibration,
+        }
+        return Response(self.OutputSerializer(body).data)
+
+
+class RubricVersionsApi(APIView):
+    """The changelog: every published version, newest first, with author, time, reason and diff.
+    The project's PM and its experts may read it."""
+
+    @extend_schema_serializer(component_name="RubricVersionEntry")
+    class OutputSerializer(serializers.Serializer):
+        number = serializers.IntegerField()
+        published_at = serializers.DateTimeField()
+        published_by = serializers.CharField(allow_null=True, help_text="username, null when not recorded")
+        reason = serializers.CharField()
+        diff = DraftDiffOut(allow_null=True, help_text="against the version before; null for the first")
+
+    @extend_schema(operation_id="rubric_versions", responses={200: OutputSerializer(many=True), 404: _NOT_FOUND})
+    def get(self, request: Request, project_id: int) -> Response:
+        project = project_get_for_user(request.user, project_id)
+        rows = []
+        for entry in rubric_changelog(project):
+            diff = None
+            if entry.diff is not None:
+                diff = {"added": [i.item_key for i in entry.diff.added],
+                        "removed": [i.item_key for i in entry.diff.removed],
+                        "changed": [{"item_key": c.after.item_key, "fields": list(c.fields)}
+                                    for c in entry.diff.changed],
+                        "changes_standard": entry.diff.changes_standard,
+                        "guidelines_changed": entry.diff.guidelines_changed,
+                        "guidelines_diff": [m if m == "…" else f"{m} {line}" for m, line in entry.diff.guidelines]}
+            version = entry.version
+            rows.append({"number": version.number, "published_at": version.published_at,
+                         "published_by": version.published_by.get_username() if version.published_by else None,
+                         "reason": version.changelog, "diff": diff})
+        return Response(self.OutputSerializer(rows, many=True).data)

@@ -61,6 +61,10 @@ urlpatterns = [
     # Rubric editing.
     path("projects/<int:project_id>/rubric-versions/draft/", rubrics.RubricDraftApi.as_view(),
          name="api-rubric-draft"),
+    path("projects/<int:project_id>/rubric-versions/draft/impact/", rubrics.RubricDraftImpactApi.as_view(),
+         name="api-rubric-draft-impact"),
+    path("projects/<int:project_id>/rubric-versions/", rubrics.RubricVersionsApi.as_view(),
+         name="api-rubric-versions"),
     path("projects/<int:project_id>/rubric-versions/draft/items/", rubrics.RubricDraftItemsApi.as_view(),
          name="api-rubric-draft-items"),
     path("projects/<int:project_id>/rubric-items/<int:item_id>/", rubrics.RubricItemApi.as_view(),

@@ -18,6 +18,9 @@ class Task(models.Model):
         OPEN = "open", pgettext_lazy("task state", "Open")
         FULL = "full", _("All slots leased")
         COMPLETE = "complete", _("Complete")
+        # Left behind by a rubric version that changed its question's items before the task was
+        # complete: never offered again, its labels kept for audit (the new version has its own task).
+        SUPERSEDED = "superseded", _("Superseded")
 
     project = models.ForeignKey("annotation.Project", on_delete=models.CASCADE, related_name="tasks")
     response = models.ForeignKey("annotation.Response", on_delete=models.CASCADE, related_name="tasks")

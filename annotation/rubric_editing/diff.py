@@ -40,6 +40,12 @@ class RubricDiff:
                 | {c.after.question_ref for c in self.changed})
 
     @property
+    def standard_questions(self) -> set[str]:
+        """The questions already judged whose criteria changed (see `changes_standard`)."""
+        return ({i.question_ref for i in self.removed} | {c.after.question_ref for c in self.changed}
+                | {i.question_ref for i in self.added if i.question_ref in self.old_questions})
+
+    @property
     def changes_standard(self) -> bool:
         """Whether a criterion experts already judge changed: an edit, a removal, or an item
         added to a question that had items. New questions alone (an import) leave the standard as is,

@@ -15,10 +15,12 @@ from annotation.calibration.selectors import project_has_golden_set
 from annotation.calibration.services import calibrations_mark_stale
 from annotation.lock_objects import rubric_version_lock
 from annotation.models import Project, Response, Task
+from annotation.rubric_editing.carryover import work_carry_over
 from annotation.rubric_editing.diff import rubric_version_diff
 from annotation.selectors import project_experts
 from core.error_codes import ErrorCode
 from core.errors import DomainError
+from experts.models import User
 from experts.notifications import notification_send
 from rubrics.models import RubricItem, RubricVersion
 
@@ -44,23 +46,25 @@ def rubric_draft_get_or_create(*, project: Project) -> RubricVersion:
 
 
 @transaction.atomic
-def rubric_version_publish(*, project: Project, version: RubricVersion, reason: str, now: datetime) -> RubricVersion:
+def rubric_version_publish(*, project: Project, version: RubricVersion, reason: str, now: datetime,
+                           by: User | None = None) -> RubricVersion:
     """Publish a draft: it becomes immutable and new leases use it.
 
-    Open tasks nobody has touched move to the new version; every response with rubric
-    items in the new version gets a task on it. Labels already made stay tied to the
-    version they were made under, and leases already taken on the old version may be
-    finished. The changelog records `reason`.
+    Questions whose items did not change carry their work over (tasks, labels, consensus,
+    and so their pay: see `annotation.rubric_editing.carryover`); only questions with a
+    changed item, and new questions, get tasks on the new version. Partly worked tasks of
+    changed questions are closed as superseded, their open leases ended and the experts
+    told. The changelog records `reason` and `by`.
 
     Against the previously published version: the golden set carries over (references
-    only for questions whose items did not change), and when the standard changed
-    (an item edited or removed, or added to an existing question; see
-    `RubricDiff.changes_standard`) every calibration of the project goes stale and, where
-    calibration gates work (the project has a golden set), its experts are notified to
-    calibrate again. A version that only adds new questions
-    (a question import) or only changes the guidelines keeps calibrations valid; the
-    guidelines are published with the items and frozen with them. A draft identical to
-    the published version (items and guidelines) is refused.
+    only for questions whose items did not change). Calibration goes stale only when the
+    standard changed on the questions experts are calibrated on: an item of a golden
+    question edited or removed, or added to it (`RubricDiff.changes_standard`, restricted
+    to the golden set's questions). Then every calibration of the project goes stale and
+    its experts are notified to calibrate again. A version that only changes regular
+    questions, only adds new questions (a question import) or only changes the guidelines
+    keeps calibrations valid; the guidelines are published with the items and frozen with
+    them. A draft identical to the published version (items and guidelines) is refused.
     """
     version = rubric_version_lock(version.pk)
     if version.rubric_id != project.rubric_id:
@@ -81,13 +85,21 @@ def rubric_version_publish(*, project: Project, version: RubricVersion, reason: 
     version.status = RubricVersion.Status.PUBLISHED
     version.published_at = now
     version.changelog = reason.strip()
-    version.save(update_fields=["status", "published_at", "changelog"])
+    version.published_by = by
+    version.save(update_fields=["status", "published_at", "changelog", "published_by"])
+    golden_questions: set[str] = set()
+    if diff is not None and previous is not None:
+        unchanged = set(diff.old_questions - diff.touched_questions)
+        changed = diff.touched_questions & diff.old_questions
+        golden_questions = set(Task.objects.filter(project=project, rubric_version=previous, is_golden=True)
+                               .values_list("response__question__external_id", flat=True))
+        work_carry_over(project=project, previous=previous, version=version, unchanged_questions=unchanged,
+                        changed_questions=changed, now=now)
     tasks_ensure_for_version(project=project, version=version)
-    if diff is not None:
-        unchanged = diff.old_questions - diff.touched_questions
+    if diff is not None and previous is not None:
         golden_carry_forward(project=project, previous=previous, version=version, unchanged_questions=unchanged,
                              now=now)
-        if diff.changes_standard:
+        if diff.changes_standard and diff.standard_questions & golden_questions:
             calibrations_mark_stale(project=project, now=now)
             if project_has_golden_set(project):
                 notification_send(users=project_experts(project), kind="rubric_published", now=now,

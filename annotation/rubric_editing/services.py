@@ -20,6 +20,7 @@ from annotation.rubric_editing.publishing import rubric_draft_get_or_create, rub
 from annotation.selectors import rubric_version_current
 from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError, NotFound
+from experts.models import User
 from rubrics.guidelines import GUIDELINES_MAX
 from rubrics.models import Dimension, RubricItem, RubricVersion
 
@@ -172,13 +173,14 @@ def rubric_draft_start(*, project: Project) -> RubricVersion:
         return rubric_draft_get_or_create(project=project)
 
 
-def rubric_version_publish_by_number(*, project: Project, number, reason: str, now) -> RubricVersion:
-    """Publish the project's version `number` (its draft) with `reason` as the changelog."""
+def rubric_version_publish_by_number(*, project: Project, number, reason: str, now,
+                                     by: User | None = None) -> RubricVersion:
+    """Publish the project's version `number` (its draft) with `reason` as the changelog, by `by`."""
     with transaction.atomic():
         project_imports_lock(project=project)
         project_check_writable(project)
         version = rubric_version_get(project=project, number=number)
-        return rubric_version_publish(project=project, version=version, reason=reason or "", now=now)
+        return rubric_version_publish(project=project, version=version, reason=reason or "", now=now, by=by)
 
 
 def rubric_version_get(*, project: Project, number) -> RubricVersion:

@@ -12,4 +12,7 @@ urlpatterns = [
          name="rubric_item_delete"),
     path("projects/<int:project_id>/rubric/guidelines/", views.rubric_guidelines_save, name="rubric_guidelines_save"),
     path("projects/<int:project_id>/rubric/publish/", views.rubric_publish, name="rubric_publish"),
+    path("projects/<int:project_id>/rubric/versions/", views.rubric_versions, name="rubric_versions"),
+    path("projects/<int:project_id>/rubric/versions/compare/", views.rubric_versions_compare_view,
+         name="rubric_versions_compare"),
 ]

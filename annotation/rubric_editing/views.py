@@ -15,7 +15,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.models import Project, Question
+from annotation.models import ItemConsensus, Project, Question
+from annotation.rubric_editing.impact import rubric_impact
 from annotation.rubric_editing.services import (
     rubric_draft_guidelines_update,
     rubric_draft_item_add,
@@ -26,7 +27,12 @@ from annotation.rubric_editing.services import (
     rubric_draft_view,
     rubric_version_publish_by_number,
 )
-from annotation.selectors import project_get_for_user
+from annotation.rubric_editing.versions import (
+    rubric_changelog,
+    rubric_published_version_get,
+    rubric_versions_compare,
+)
+from annotation.selectors import project_access_for_user, project_get_for_user
 from core.confirm import Confirmation, confirmation_given, confirmation_page
 from core.errors import DomainError, NotFound, error_message
 from rubrics.guidelines import GUIDELINES_MAX, dimension_anchor
@@ -60,7 +66,9 @@ def _context(request: HttpRequest, project: Project, **extra: Any) -> dict[str, 
         "touched": view.diff.touched_questions if view.diff is not None else set(),
         "dimensions": Dimension.objects.order_by("sort_order"),
         "guidelines_text": extra.pop("guidelines_text", shown.guidelines if shown is not None else ""),
-        "guidelines_max": GUIDELINES_MAX, "anchor_example": dimension_anchor("warmth"), **extra,
+        "guidelines_max": GUIDELINES_MAX, "anchor_example": dimension_anchor("warmth"),
+        "impact": rubric_impact(project=project, published=view.published, diff=view.diff, at=timezone.now()),
+        **extra,
     }
 
 
@@ -191,10 +199,49 @@ def rubric_publish(request: HttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(request.user, project_id, manage=True)
     try:
         version = rubric_version_publish_by_number(project=project, number=request.POST.get("version"),
-                                                   reason=request.POST.get("reason", ""), now=timezone.now())
+                                                   reason=request.POST.get("reason", ""), now=timezone.now(),
+                                                   by=request.user)
     except NotFound:
         raise  # the 404 page, from core.middleware
     except DomainError as exc:
         return _refused(request, project, exc)
     messages.success(request, _("Version v%(n)s is published.") % {"n": version.number})
     return redirect("rubric_draft", project.pk)
+
+
+@login_required
+@require_GET
+def rubric_versions(request: HttpRequest, project_id: int) -> HttpResponse:
+    """The changelog of every published version (author, time, reason, diff): the project's PM and experts."""
+    access = project_access_for_user(request.user, project_id)
+    return render(request, "annotation/rubric_editing/versions.html",
+                  {"project": access.project, "manages": access.manages, "entries": rubric_changelog(access.project)})
+
+
+@login_required
+@require_GET
+def rubric_versions_compare_view(request: HttpRequest, project_id: int) -> HttpResponse:
+    """Two published versions side by side on the items they share (PM): hit rate and zone counts."""
+    project = project_get_for_user(request.user, project_id, manage=True)
+    entries = rubric_changelog(project)
+    numbers = [e.version.number for e in entries]
+    a_number = request.GET.get("a") or (numbers[1] if len(numbers) > 1 else None)
+    b_number = request.GET.get("b") or (numbers[0] if numbers else None)
+    rows = None
+    a = b = None
+    zones = ItemConsensus.Zone.choices
+    if a_number is not None and b_number is not None:
+        a = rubric_published_version_get(project=project, number=a_number)
+        b = rubric_published_version_get(project=project, number=b_number)
+        kinds = {"content": _("reworded"), "score": _("rescored"), "dimension": _("dimension changed"),
+                 "tags": _("tags changed")}
+        rows = [{"item": row, "rate_a": _percent(row.a.hit_rate), "rate_b": _percent(row.b.hit_rate),
+                 "changed": [kinds[name] for name in row.changed],
+                 "zones": [(row.a.zones.get(value, 0), row.b.zones.get(value, 0)) for value, _label in zones]}
+                for row in rubric_versions_compare(a=a, b=b)]
+    return render(request, "annotation/rubric_editing/compare.html",
+                  {"project": project, "numbers": numbers, "a": a, "b": b, "rows": rows, "zones": zones})
+
+
+def _percent(rate: float | None) -> str:
+    return "—" if rate is None else f"{round(rate * 100)}%"

@@ -80,6 +80,10 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
             # A late submission is accepted while the task still has room (an overdue
             # lease that was not swept yet still holds its slot).
             assignment_revive(assignment=assignment, task=task, now=now)
+        if items and items[0].version_id != task.rubric_version_id:
+            # A publish carried the task to a new version after the items were read (same keys, same
+            # criteria: annotation.rubric_editing.carryover); label the items of the version it is on now.
+            items = rubric_items_for_task(task)
         by_key = {i.item_key: i for i in items}
         Label.objects.bulk_create(
             Label(assignment=assignment, task=task, rubric_item=by_key[k], value=v, note=clean_notes.get(k, ""))

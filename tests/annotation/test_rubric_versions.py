@@ -97,26 +97,30 @@ def test_a_bad_item_edit_writes_nothing(project, fields, field):
 
 
 def test_publishing_a_change_records_the_changelog_and_sends_every_expert_back_to_calibration(project, pm):
+    # q0 is in the golden set: experts were calibrated on its items, so a change there sends them back.
     expert = calibrated(project)
-    old = rubric_version_current(project)
     lease = assignment_claim_next(project=project, expert=expert, now=timezone.now())
     draft = rubric_draft_start(project=project)
-    rubric_draft_item_update(project=project, item_id=_draft_item(project, "q14:1").pk, content="asks openly",
+    rubric_draft_item_update(project=project, item_id=_draft_item(project, "q0:1").pk, content="asks openly",
                              score=2, dimension="warmth")
 
-    version = rubric_version_publish(project=project, version=draft, reason="clarify q14", now=timezone.now())
+    version = rubric_version_publish(project=project, version=draft, reason="clarify q0", now=timezone.now(),
+                                     by=pm)
 
-    assert (version.status, version.changelog) == ("published", "clarify q14")
+    assert (version.status, version.changelog, version.published_by) == ("published", "clarify q0", pm)
     assert CalibrationAttempt.objects.get(expert=expert).status == "stale"
     note = Notification.objects.get(user=expert)
-    assert note.kind == "rubric_published" and "clarify q14" in note.message
+    assert note.kind == "rubric_published" and "clarify q0" in note.message
     assert note.link == f"/projects/{project.pk}/calibration/"
     assert not Notification.objects.filter(user=pm).exists()
-    # The lease taken under the old version may be finished; its labels stay on the old version.
-    assert lease.task.rubric_version_id == old.pk
+    # The lease is on a regular question whose items did not change: its task carried over to the
+    # new version with the lease, which may be finished; its labels are on the new version's items.
+    lease.task.refresh_from_db()
+    assert lease.task.rubric_version_id == version.pk
     keys = [i.item_key for i in rubric_items_for_task(lease.task)]
     labels_submit(expert=expert, assignment_id=lease.pk, labels=dict.fromkeys(keys, 1), now=timezone.now())
-    assert set(Label.objects.filter(assignment=lease).values_list("rubric_item__version_id", flat=True)) == {old.pk}
+    assert set(Label.objects.filter(assignment=lease).values_list("rubric_item__version_id", flat=True)) == {
+        version.pk}
     # New leases need a calibration on the new version.
     with pytest.raises(Forbidden) as caught:
         assignment_claim_next(project=project, expert=expert, now=timezone.now())
@@ -124,10 +128,23 @@ def test_publishing_a_change_records_the_changelog_and_sends_every_expert_back_t
     assert calibration_state(project=project, expert=expert, now=timezone.now()).status == "stale"
 
 
-def test_after_recalibration_new_leases_use_the_new_version(project):
+def test_a_change_to_a_question_outside_the_golden_set_keeps_calibrations(project):
     expert = calibrated(project)
     draft = rubric_draft_start(project=project)
     rubric_draft_item_update(project=project, item_id=_draft_item(project, "q14:1").pk, content="asks openly",
+                             score=2, dimension="warmth")
+
+    rubric_version_publish(project=project, version=draft, reason="clarify q14", now=timezone.now())
+
+    assert CalibrationAttempt.objects.get(expert=expert).status == "passed"
+    assert not Notification.objects.filter(user=expert, kind="rubric_published").exists()
+    assert assignment_claim_next(project=project, expert=expert, now=timezone.now()) is not None
+
+
+def test_after_recalibration_new_leases_use_the_new_version(project):
+    expert = calibrated(project)
+    draft = rubric_draft_start(project=project)
+    rubric_draft_item_update(project=project, item_id=_draft_item(project, "q0:1").pk, content="asks openly",
                              score=2, dimension="warmth")
     version = rubric_version_publish(project=project, version=draft, reason="clarify", now=timezone.now())
 

@@ -19,7 +19,12 @@ from rest_framework.views import APIView
 from annotation.api.serializers import ErrorOut
 from annotation.exchange.export import COMPLETION, FILTER_NAMES, ZONES, export_filters_parse
 from annotation.exchange.export_formats import FORMATS, export_format_check
-from annotation.exchange.export_jobs import export_job_create, export_job_file, export_job_get_for_user, export_stream_start
+from annotation.exchange.export_jobs import (
+    export_job_create,
+    export_job_file,
+    export_job_get_for_user,
+    export_stream_start,
+)
 from annotation.exchange.golden import golden_import
 from annotation.exchange.jsonl import upload_read
 from annotation.exchange.judge_labels import judge_labels_import

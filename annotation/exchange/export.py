@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from datetime import date, datetime, time
 from typing import Any
 
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from annotation.models import Assignment, ItemConsensus, JudgeLabel, JudgeTaskResult, Label, Project, Response, Task
@@ -127,7 +127,7 @@ def export_filters_parse(*, project: Project, raw: Mapping[str, Any]) -> ExportF
                          model=model or None, completion=completion, submitted_after=after_date)
 
 
-def _has_field(model: type, name: str) -> bool:
+def _has_field(model: Any, name: str) -> bool:
     return any(f.name == name for f in model._meta.get_fields())
 
 
@@ -138,6 +138,7 @@ def _counted_labels(qs: QuerySet[Label]) -> QuerySet[Label]:
     `rejected_at` on the label or its assignment, if present, is honoured here.
     """
     qs = qs.filter(assignment__status=Assignment.Status.SUBMITTED)
+    # Keyword dicts: the field may not exist in this schema yet, which the type checker cannot know.
     if _has_field(Label, "rejected_at"):
         qs = qs.filter(rejected_at__isnull=True)
     if _has_field(Assignment, "rejected_at"):
@@ -249,7 +250,7 @@ def _items_by_question(*, tasks: list[dict[str, Any]], dimension: str | None) ->
     for item in (wanted.order_by("version_id", "question_ref", "position")
                  .values("pk", "version_id", "question_ref", "position", "item_key", "content", "score",
                          "dimension__code", "dimension__name_zh").iterator(chunk_size=ROW_CHUNK)):
-        items[item["version_id"], item["question_ref"]].append(item)
+        items[item["version_id"], item["question_ref"]].append(dict(item))
     return items
 
 

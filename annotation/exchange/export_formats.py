@@ -254,22 +254,21 @@ def _hf_chunks(*, project: Project, filters: ExportFilters, snapshot_id: str,
             yield row
 
     with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        row_count = 0
+        counts = {"consensus": 0, "questions": 0}
         with archive.open("data/consensus.parquet", "w", force_zip64=True) as entry:
-            for row_count in _parquet_groups(rows(), HF_ROW_SCHEMA, _ChunkSink(entry)):
+            for counts["consensus"] in _parquet_groups(rows(), HF_ROW_SCHEMA, _ChunkSink(entry)):
                 yield sink.drain()
-        question_count = 0
         with archive.open("data/questions.parquet", "w", force_zip64=True) as entry:
             questions = (_question_record(q) for q in heartbench_rows(project=project, filters=filters))
-            for question_count in _parquet_groups(questions, QUESTION_SCHEMA, _ChunkSink(entry)):
+            for counts["questions"] in _parquet_groups(questions, QUESTION_SCHEMA, _ChunkSink(entry)):
                 yield sink.drain()
         card = dataset_card(project=project, filters=filters, snapshot_id=snapshot_id,
-                            counts={"consensus": row_count, "questions": question_count},
+                            counts=counts,
                             versions=sorted(versions))
         archive.writestr("README.md", card)
     yield sink.drain()
     if counter is not None:
-        counter(row_count)
+        counter(counts["consensus"])
 
 
 def _question_record(row: dict[str, Any]) -> dict[str, Any]:
@@ -289,12 +288,12 @@ def _agreement_summary(project: Project) -> dict[str, Any] | None:
                                         ("n", "agreement", "agreement_ci", "kappa", "kappa_ci")}
         if payload.get("judge_run"):
             summary["judge_vs_majority"]["judge_run"] = payload["judge_run"].get("name")
-    experts = (payload.get("experts") or {}).get("overall")
-    if experts:
-        summary["experts"] = {key: experts.get(key) for key in
+    panel = (payload.get("panel") or {}).get("overall")
+    if panel:
+        summary["experts"] = {key: panel.get(key) for key in
                               ("n", "percent_agreement", "fleiss_kappa", "krippendorff_alpha", "unanimous", "split",
                                "tied")
-                              if key in experts}
+                              if key in panel}
     return summary
 
 

@@ -5,7 +5,7 @@ owner, while they manage the project (anyone else gets the 404 of a page that do
 exist). The job page's progress fragment polls itself every second while the job is
 waiting or building, and renders without the trigger once it has finished.
 """
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, HttpRequest, HttpResponse, StreamingHttpResponse
@@ -27,11 +27,16 @@ from annotation.models import ExportJob, Project, Response
 from annotation.selectors import project_get_for_user
 from core.errors import DomainError, error_message
 from core.pages import render_page
+from experts.models import User
 from rubrics.models import Dimension, RubricVersion
 
 EXPORTS = "annotation/exports/exports.html"
 JOB = "annotation/exports/job.html"
 UNPROCESSABLE = 422
+
+
+def _user(request: HttpRequest) -> User:
+    return cast(User, request.user)  # login_required: never anonymous
 
 
 def _choices(project: Project) -> dict[str, Any]:
@@ -50,7 +55,7 @@ def _choices(project: Project) -> dict[str, Any]:
 def _page(request: HttpRequest, project: Project, *, form: dict[str, str], error: str = "",
           status: int = 200) -> HttpResponse:
     context = {"project": project, "form": form, "error": error, **_choices(project),
-               "jobs": export_job_list_for_user(project, request.user)}
+               "jobs": export_job_list_for_user(project, _user(request))}
     return render_page(request, EXPORTS, "form", context, status=status)
 
 
@@ -69,21 +74,21 @@ def _parse(project: Project, form: dict[str, str]) -> tuple[str, ExportFilters]:
 @require_GET
 def exports(request: HttpRequest, project_id: int) -> HttpResponse:
     """The export form and the user's recent export jobs."""
-    project = project_get_for_user(request.user, project_id, manage=True)
+    project = project_get_for_user(_user(request), project_id, manage=True)
     return _page(request, project, form=_form(request))
 
 
 @login_required
 @require_GET
-def export_download(request: HttpRequest, project_id: int) -> HttpResponse:
+def export_download(request: HttpRequest, project_id: int) -> HttpResponse | StreamingHttpResponse:
     """Stream the filtered dataset now; a bad filter re-renders the form with the error."""
-    project = project_get_for_user(request.user, project_id, manage=True)
+    project = project_get_for_user(_user(request), project_id, manage=True)
     form = _form(request)
     try:
         fmt, filters = _parse(project, form)
     except DomainError as exc:
         return _page(request, project, form=form, error=error_message(exc), status=UNPROCESSABLE)
-    job, chunks = export_stream_start(project=project, owner=request.user, fmt=fmt, filters=filters,
+    job, chunks = export_stream_start(project=project, owner=_user(request), fmt=fmt, filters=filters,
                                       now=timezone.now())
     content_type, extension = FORMATS[fmt]
     response = StreamingHttpResponse(chunks, content_type=content_type)
@@ -96,13 +101,13 @@ def export_download(request: HttpRequest, project_id: int) -> HttpResponse:
 @require_POST
 def export_job_start(request: HttpRequest, project_id: int) -> HttpResponse:
     """Queue a file export for a worker and go to its progress page."""
-    project = project_get_for_user(request.user, project_id, manage=True)
+    project = project_get_for_user(_user(request), project_id, manage=True)
     form = _form(request)
     try:
         fmt, filters = _parse(project, form)
     except DomainError as exc:
         return _page(request, project, form=form, error=error_message(exc), status=UNPROCESSABLE)
-    job = export_job_create(project=project, owner=request.user, fmt=fmt, filters=filters, now=timezone.now())
+    job = export_job_create(project=project, owner=_user(request), fmt=fmt, filters=filters, now=timezone.now())
     return redirect("export_job", job.pk)
 
 
@@ -116,7 +121,7 @@ def _job_context(job: ExportJob) -> dict[str, Any]:
 @require_GET
 def export_job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     """One export job: progress (polled fragment), then the download link or why there is none."""
-    job = export_job_get_for_user(request.user, job_id)
+    job = export_job_get_for_user(_user(request), job_id)
     return render_page(request, JOB, "progress", _job_context(job))
 
 
@@ -124,7 +129,7 @@ def export_job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
 @require_GET
 def export_job_download(request: HttpRequest, job_id: int) -> FileResponse:
     """The job's file, for its owner only and until it expires."""
-    job = export_job_get_for_user(request.user, job_id)
+    job = export_job_get_for_user(_user(request), job_id)
     path = export_job_file(job=job, now=timezone.now())
     content_type, extension = FORMATS[job.fmt]
     return FileResponse(path.open("rb"), as_attachment=True, content_type=content_type,

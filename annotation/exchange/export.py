@@ -138,11 +138,10 @@ def _counted_labels(qs: QuerySet[Label]) -> QuerySet[Label]:
     `rejected_at` on the label or its assignment, if present, is honoured here.
     """
     qs = qs.filter(assignment__status=Assignment.Status.SUBMITTED)
-    # Keyword dicts: the field may not exist in this schema yet, which the type checker cannot know.
-    if _has_field(Label, "rejected_at"):
-        qs = qs.filter(rejected_at__isnull=True)
-    if _has_field(Assignment, "rejected_at"):
-        qs = qs.filter(assignment__rejected_at__isnull=True)
+    # Lookups built at run time: the field may not exist in this schema yet.
+    for model, lookup in ((Label, "rejected_at__isnull"), (Assignment, "assignment__rejected_at__isnull")):
+        if _has_field(model, "rejected_at"):
+            qs = qs.filter(Q((lookup, True)))
     return qs
 
 

@@ -212,7 +212,7 @@ class ErrorCode(models.TextChoices):
 
     # Dataset exports.
     EXPORT_FILTER_INVALID = "export_filter_invalid", _(
-        "Unknown value %(got)s for the export filter %(filter)s; expected %(expected)s.")
+        "Unknown value %(got)s for the export filter %(field)s; expected %(expected)s.")
     EXPORT_EXPIRED = "export_expired", _("This export expired at %(expired)s; build it again from the export page.")
     EXPORT_NOT_READY = "export_not_ready", _("This export is not ready yet (%(status)s).")
 

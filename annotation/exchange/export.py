@@ -72,9 +72,9 @@ def _refuse(name: str, got: str, expected: list[str]) -> DomainError:
     message = f"unknown value {json.dumps(got, ensure_ascii=False)}; expected one of {shown}"
     return DomainError(f"Export filter {name}: {message}.", code=ErrorCode.EXPORT_FILTER_INVALID,
                        errors=[{"field": name, "message": message, "code": ErrorCode.EXPORT_FILTER_INVALID,
-                                "params": {"filter": name, "got": json.dumps(got, ensure_ascii=False),
+                                "params": {"field": name, "got": json.dumps(got, ensure_ascii=False),
                                            "expected": shown}}],
-                       params={"filter": name, "got": json.dumps(got, ensure_ascii=False), "expected": shown})
+                       params={"field": name, "got": json.dumps(got, ensure_ascii=False), "expected": shown})
 
 
 def export_filters_parse(*, project: Project, raw: Mapping[str, Any]) -> ExportFilters:

@@ -28,7 +28,15 @@ NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 def build(*, items_wanted: int, tag: str, experts: list) -> int:
     """A project with about `items_wanted` complete task items; returns its id."""
     from annotation.models import (
-        Assignment, ItemConsensus, JudgeLabel, JudgeRun, JudgeTaskResult, Label, Question, Response, Task,
+        Assignment,
+        ItemConsensus,
+        JudgeLabel,
+        JudgeRun,
+        JudgeTaskResult,
+        Label,
+        Question,
+        Response,
+        Task,
     )
     from annotation.services import project_create
     from rubrics.models import Dimension, RubricItem, RubricVersion

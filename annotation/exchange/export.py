@@ -33,7 +33,7 @@ from core.errors import DomainError
 from rubrics.models import Dimension, RubricItem, RubricVersion
 
 TASK_CHUNK = 500
-ROW_CHUNK = 2000
+ROW_CHUNK = 5000
 
 # Every zone a consensus row can hold once ties and single-expert panels have their own.
 ZONES = ("unanimous", "split", "tied", "single")

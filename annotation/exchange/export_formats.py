@@ -191,14 +191,15 @@ class _ChunkSink(io.RawIOBase):
         return data
 
 
-def _parquet_groups(rows: Iterable[dict[str, Any]], schema: pa.Schema, sink: Any) -> Iterator[int]:
+def _parquet_groups(rows: Iterable[dict[str, Any]], schema: pa.Schema, sink: Any,
+                    group_rows: int = PARQUET_ROW_GROUP) -> Iterator[int]:
     """Write rows to `sink` as Parquet, yielding the rows written so far after each row group."""
     writer = pq.ParquetWriter(sink, schema)
     group: list[dict[str, Any]] = []
     written = 0
     for row in rows:
         group.append(row)
-        if len(group) >= PARQUET_ROW_GROUP:
+        if len(group) >= group_rows:
             writer.write_table(pa.Table.from_pylist(group, schema=schema))
             written += len(group)
             group = []
@@ -260,7 +261,9 @@ def _hf_chunks(*, project: Project, filters: ExportFilters, snapshot_id: str,
                 yield sink.drain()
         with archive.open("data/questions.parquet", "w", force_zip64=True) as entry:
             questions = (_question_record(q) for q in heartbench_rows(project=project, filters=filters))
-            for counts["questions"] in _parquet_groups(questions, QUESTION_SCHEMA, _ChunkSink(entry)):
+            # A question (whole dialogue and rubric) weighs about ten rows: smaller groups keep memory flat.
+            for counts["questions"] in _parquet_groups(questions, QUESTION_SCHEMA, _ChunkSink(entry),
+                                                       group_rows=PARQUET_ROW_GROUP // 10):
                 yield sink.drain()
         card = dataset_card(project=project, filters=filters, snapshot_id=snapshot_id,
                             counts=counts,

@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from annotation.models import (
     Assignment,
+    ExportJob,
     Invitation,
     ItemConsensus,
     Label,
@@ -184,3 +185,20 @@ class ProjectSettingChangeAdmin(_ReadOnlyAdmin):
     list_display = ("project", "setting", "old_value", "new_value", "changed_by", "changed_at")
     list_select_related = ("project", "changed_by")
     raw_id_fields = ("project", "changed_by")
+
+
+@admin.register(ExportJob)
+class ExportJobAdmin(admin.ModelAdmin):
+    """Who exported what, with which filters: an audit trail, read-only."""
+
+    list_display = ("id", "snapshot_id", "project", "owner", "fmt", "delivery", "status", "row_count", "created_at",
+                    "expires_at")
+    list_filter = ("fmt", "delivery", "status")
+    list_select_related = ("project", "owner")
+    search_fields = ("=snapshot_id",)
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -14,6 +14,7 @@ urlpatterns = [
     path("", include("annotation.assignment.urls")),
     path("", include("annotation.projects.urls")),
     path("", include("annotation.judging.urls")),
+    path("", include("annotation.exchange.urls")),
     path("", include("annotation.calibration.urls")),
     path("", include("annotation.quality.urls")),
     path("", include("annotation.rubric_editing.urls")),

@@ -210,5 +210,11 @@ class ErrorCode(models.TextChoices):
                                          "still work.")
     PROJECT_NOT_CLOSED = "project_not_closed", _("Only a closed project can be archived; close it first.")
 
+    # Dataset exports.
+    EXPORT_FILTER_INVALID = "export_filter_invalid", _(
+        "Unknown value %(got)s for the export filter %(field)s; expected %(expected)s.")
+    EXPORT_EXPIRED = "export_expired", _("This export expired at %(expired)s; build it again from the export page.")
+    EXPORT_NOT_READY = "export_not_ready", _("This export is not ready yet (%(status)s).")
+
 
 GENERIC_CODES = frozenset({ErrorCode.INVALID, ErrorCode.CONFLICT, ErrorCode.FORBIDDEN})

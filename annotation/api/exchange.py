@@ -4,7 +4,7 @@ export: thin views over `annotation.exchange`.
 Only the project's PM or an admin reaches these; anyone else gets the same 404 as for
 a project that does not exist.
 """
-from django.http import StreamingHttpResponse
+from django.http import FileResponse, StreamingHttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
@@ -17,7 +17,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.api.serializers import ErrorOut
-from annotation.exchange.export import FORMATS, consensus_export, consensus_rows, export_format_check
+from annotation.exchange.export import COMPLETION, FILTER_NAMES, ZONES, export_filters_parse
+from annotation.exchange.export_formats import FORMATS, export_format_check
+from annotation.exchange.export_jobs import (
+    export_job_create,
+    export_job_file,
+    export_job_get_for_user,
+    export_stream_start,
+)
 from annotation.exchange.golden import golden_import
 from annotation.exchange.jsonl import upload_read
 from annotation.exchange.judge_labels import judge_labels_import
@@ -107,10 +114,26 @@ class _FormatIsTheFileFormat(DefaultContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
-class ConsensusExportApi(APIView):
-    """Stream the consensus dataset: one row per complete task and rubric item.
+_FILTER_PARAMETERS = [
+    OpenApiParameter("rubric_version", int, description="only tasks of this rubric version number"),
+    OpenApiParameter("zone", str, enum=list(ZONES), description="only rubric items whose consensus is in this zone"),
+    OpenApiParameter("dimension", str, description="only rubric items of this dimension (code or Chinese name)"),
+    OpenApiParameter("model", str, description="only replies of this model"),
+    OpenApiParameter("completion", str, enum=list(COMPLETION), default="complete",
+                     description="complete: tasks with consensus only; all: unfinished tasks too (no votes yet)"),
+    OpenApiParameter("submitted_after", OpenApiTypes.DATE,
+                     description="only tasks with a counted submission on or after this date"),
+]
+_BAD_FILTER = OpenApiResponse(ErrorOut, description="Not a format the export writes, or an unknown filter value "
+                                                    "(the filter and the values it accepts are named).")
 
-    JSONL and CSV stream row by row; Parquet streams one row group at a time.
+
+class ConsensusExportApi(APIView):
+    """Stream the consensus dataset, filtered: one row per task and rubric item.
+
+    JSONL and CSV stream row by row; Parquet and the Hugging Face zip one row group at a
+    time. Every download is recorded (snapshot id, filters, row count); the snapshot id
+    comes back in the `X-Rubrica-Snapshot` header.
     """
 
     renderer_classes = [JSONRenderer]
@@ -119,12 +142,13 @@ class ConsensusExportApi(APIView):
     @extend_schema(
         operation_id="consensus_export",
         parameters=[OpenApiParameter("format", str, enum=list(FORMATS), default="jsonl",
-                                     description="file format of the dataset")],
+                                     description="file format of the dataset"), *_FILTER_PARAMETERS],
         responses={
             (200, "application/x-ndjson"): OpenApiTypes.STR,
             (200, "text/csv"): OpenApiTypes.STR,
             (200, "application/vnd.apache.parquet"): OpenApiTypes.BINARY,
-            400: OpenApiResponse(ErrorOut, description="Not a format the export writes."),
+            (200, "application/zip"): OpenApiTypes.BINARY,
+            400: _BAD_FILTER,
             404: _NOT_FOUND,
         },
     )
@@ -132,10 +156,80 @@ class ConsensusExportApi(APIView):
         project = project_get_for_user(request.user, project_id, manage=True)
         fmt = request.query_params.get("format", "jsonl")
         content_type, extension = export_format_check(fmt=fmt)
-        response = StreamingHttpResponse(consensus_export(rows=consensus_rows(project=project), fmt=fmt),
-                                         content_type=content_type)
+        filters = export_filters_parse(project=project, raw=request.query_params)
+        job, chunks = export_stream_start(project=project, owner=request.user, fmt=fmt, filters=filters,
+                                          now=timezone.now())
+        response = StreamingHttpResponse(chunks, content_type=content_type)
         response["Content-Disposition"] = f'attachment; filename="project-{project.pk}-consensus.{extension}"'
+        response["X-Rubrica-Snapshot"] = str(job.snapshot_id)
         return response
+
+
+@extend_schema_serializer(component_name="ExportJob")
+class ExportJobOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    snapshot_id = serializers.UUIDField()
+    format = serializers.CharField(source="fmt")
+    filters = serializers.DictField()
+    status = serializers.CharField()
+    progress_done = serializers.IntegerField(help_text="tasks written so far")
+    progress_total = serializers.IntegerField(help_text="tasks the export covers")
+    row_count = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    expires_at = serializers.DateTimeField()
+
+
+class ExportJobCreateApi(APIView):
+    """Queue a large export as a file built by a worker; poll the job, then download it (owner only)."""
+
+    @extend_schema_serializer(component_name="ExportJobCreateInput")
+    class InputSerializer(serializers.Serializer):
+        format = serializers.CharField(default="jsonl")
+        rubric_version = serializers.CharField(required=False, allow_blank=True)
+        zone = serializers.CharField(required=False, allow_blank=True)
+        dimension = serializers.CharField(required=False, allow_blank=True)
+        model = serializers.CharField(required=False, allow_blank=True)
+        completion = serializers.CharField(required=False, allow_blank=True)
+        submitted_after = serializers.CharField(required=False, allow_blank=True)
+
+    @extend_schema(operation_id="export_job_create", request=InputSerializer,
+                   responses={202: ExportJobOut, 400: _BAD_FILTER, 404: _NOT_FOUND})
+    def post(self, request: Request, project_id: int) -> Response:
+        project = project_get_for_user(request.user, project_id, manage=True)
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        fmt = body.validated_data["format"]
+        export_format_check(fmt=fmt)
+        filters = export_filters_parse(project=project, raw={k: body.validated_data.get(k) for k in FILTER_NAMES})
+        job = export_job_create(project=project, owner=request.user, fmt=fmt, filters=filters, now=timezone.now())
+        job.refresh_from_db()
+        return Response(ExportJobOut(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ExportJobApi(APIView):
+    """One of your export jobs: status and progress."""
+
+    @extend_schema(operation_id="export_job_get", responses={200: ExportJobOut, 404: _NOT_FOUND})
+    def get(self, request: Request, job_id: int) -> Response:
+        return Response(ExportJobOut(export_job_get_for_user(request.user, job_id)).data)
+
+
+class ExportJobDownloadApi(APIView):
+    """The file of one of your finished export jobs; 410 once it has expired."""
+
+    renderer_classes = [JSONRenderer]
+
+    @extend_schema(operation_id="export_job_download",
+                   responses={(200, "application/octet-stream"): OpenApiTypes.BINARY, 404: _NOT_FOUND,
+                              409: OpenApiResponse(ErrorOut, description="Not built yet."),
+                              410: OpenApiResponse(ErrorOut, description="Expired.")})
+    def get(self, request: Request, job_id: int) -> FileResponse:
+        job = export_job_get_for_user(request.user, job_id)
+        path = export_job_file(job=job, now=timezone.now())
+        content_type, extension = FORMATS[job.fmt]
+        return FileResponse(path.open("rb"), as_attachment=True, content_type=content_type,
+                            filename=f"project-{job.project_id}-{job.snapshot_id}.{extension}")
 
 
 class GoldenImportApi(APIView):

@@ -5,6 +5,9 @@ from annotation.api import calibration, notifications, projects, quality, rubric
 from annotation.api.agreement import AgreementRecomputeApi, AgreementReportApi
 from annotation.api.exchange import (
     ConsensusExportApi,
+    ExportJobApi,
+    ExportJobCreateApi,
+    ExportJobDownloadApi,
     GoldenImportApi,
     JudgeLabelsImportApi,
     QuestionsImportApi,
@@ -58,6 +61,9 @@ urlpatterns = [
     path("projects/<int:project_id>/judge-labels/import/", JudgeLabelsImportApi.as_view(),
          name="api-judge-labels-import"),
     path("projects/<int:project_id>/export/", ConsensusExportApi.as_view(), name="api-consensus-export"),
+    path("projects/<int:project_id>/export-jobs/", ExportJobCreateApi.as_view(), name="api-export-job-create"),
+    path("export-jobs/<int:job_id>/", ExportJobApi.as_view(), name="api-export-job"),
+    path("export-jobs/<int:job_id>/download/", ExportJobDownloadApi.as_view(), name="api-export-job-download"),
     # Rubric editing.
     path("projects/<int:project_id>/rubric-versions/draft/", rubrics.RubricDraftApi.as_view(),
          name="api-rubric-draft"),

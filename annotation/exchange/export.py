@@ -1,218 +1,288 @@
-"""The consensus dataset: one row per (complete task, rubric item), as JSONL, CSV or Parquet.
+"""The consensus dataset: one row per (task, rubric item), self-contained and filterable.
 
-A task is in the export once its consensus is computed (it has ItemConsensus rows);
-golden tasks are calibration material, not data, and stay out. Experts appear only by
-their pseudonym (`ExpertProfile.pseudonym`), never by account name.
+A row carries everything a reader needs without the platform: the question (id, earlier
+dialogue turns, final user turn), the reply and its model, the rubric item (key, text,
+dimension, score, rubric version), every counted label by the expert's pseudonym with
+its submission time and note, the vote counts, majority, zone, provenance, and for each
+judge run its label and reason. Golden tasks are calibration material and stay out.
+Experts appear only by `ExpertProfile.pseudonym`.
 
-Memory stays flat in the number of rows: tasks are read in keyset-paginated chunks, and
-each chunk's consensus rows come from one values() query read with `.iterator()`;
-encoders yield bytes as they go. Parquet cannot be written line by line: rows are
-buffered into row groups of PARQUET_ROW_GROUP rows, and each finished row group is
-yielded as soon as pyarrow writes it (the footer comes last).
+Zone and provenance pass through as stored. While `ItemConsensus` has no `provenance`
+column the export derives it from the votes (`unanimous` when every vote agrees,
+`majority` otherwise, none for a tie); once the column exists its value is used as is.
+Which labels count is `_counted_labels`: submitted, and not rejected where the schema
+can say so; point it at the label queryset method of the rejection work when that lands.
+
+Memory stays flat in the number of rows: tasks are read in keyset-paginated chunks of
+TASK_CHUNK, and each chunk's items, consensus, labels and judge labels come from one
+query each read with `.iterator()`; the encoders (`export_formats`) yield bytes as they go.
 """
-import csv
-import io
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass
+from datetime import date, datetime, time
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.utils import timezone
 
-from annotation.models import Assignment, ItemConsensus, Label, Project, Task
+from annotation.models import Assignment, ItemConsensus, JudgeLabel, JudgeTaskResult, Label, Project, Response, Task
+from core.error_codes import ErrorCode
 from core.errors import DomainError
+from rubrics.models import Dimension, RubricItem, RubricVersion
 
 TASK_CHUNK = 500
-ROW_CHUNK = 2000
-TEXT_FLUSH_BYTES = 64 * 1024
-PARQUET_ROW_GROUP = 10_000
+ROW_CHUNK = 5000
 
-COLUMNS = ["task_id", "question_id", "rubric_item_id", "position", "dimension", "dimension_code", "score", "model",
-           "labels", "majority", "zone", "hit_votes", "total_votes", "rubric_version", "judge_label"]
-FORMATS = {
-    "jsonl": ("application/x-ndjson; charset=utf-8", "jsonl"),
-    "csv": ("text/csv; charset=utf-8", "csv"),
-    "parquet": ("application/vnd.apache.parquet", "parquet"),
-}
-PARQUET_SCHEMA = pa.schema([
-    ("task_id", pa.int64()),
-    ("question_id", pa.string()),
-    ("rubric_item_id", pa.string()),
-    ("position", pa.int16()),
-    ("dimension", pa.string()),
-    ("dimension_code", pa.string()),
-    ("score", pa.int32()),
-    ("model", pa.string()),
-    ("labels", pa.map_(pa.string(), pa.int8())),
-    ("majority", pa.int8()),
-    ("zone", pa.string()),
-    ("hit_votes", pa.int16()),
-    ("total_votes", pa.int16()),
-    ("rubric_version", pa.int32()),
-    ("judge_label", pa.int8()),
-])
+# Every zone a consensus row can hold once ties and single-expert panels have their own.
+ZONES = ("unanimous", "split", "tied", "single")
+COMPLETION = ("complete", "all")
+
+COLUMNS = ["task_id", "question_id", "dialogue", "final_user_turn", "response_text", "model", "rubric_item_id",
+           "position", "item_text", "dimension", "dimension_code", "score", "rubric_version", "labels",
+           "hit_votes", "total_votes", "majority", "zone", "provenance", "judge_label", "judge_reason",
+           "judge_runs"]
 
 
-def export_format_check(*, fmt: str) -> tuple[str, str]:
-    """(content type, file extension) of a supported export format, else DomainError."""
-    if fmt not in FORMATS:
-        message = f"expected one of {', '.join(FORMATS)}, got {json.dumps(fmt)}"
-        raise DomainError(f"Unknown export format: {message}.",
-                          errors=[{"line": None, "field": "format", "message": message}])
-    return FORMATS[fmt]
+@dataclass(frozen=True)
+class ExportFilters:
+    """Which rows an export holds. None means no restriction; `completion="all"` adds unfinished tasks."""
 
+    rubric_version: int | None = None
+    zone: str | None = None
+    dimension: str | None = None
+    model: str | None = None
+    completion: str = "complete"
+    submitted_after: date | None = None
 
-def consensus_rows(*, project: Project, task_chunk: int = TASK_CHUNK) -> Iterator[dict[str, Any]]:
-    """The project's consensus rows, ordered by task then rubric item position."""
-    has_consensus = ItemConsensus.objects.filter(task=OuterRef("pk"))
-    complete = Task.objects.filter(project=project, is_golden=False).filter(Exists(has_consensus)).order_by("pk")
-    last_pk = 0
-    while True:
-        task_ids = list(complete.filter(pk__gt=last_pk).values_list("pk", flat=True)[:task_chunk])
-        if not task_ids:
-            return
-        last_pk = task_ids[-1]
-        labels = _labels_by_item(task_ids=task_ids)
-        judge = judge_labels_for_tasks(project=project, task_ids=task_ids)
-        consensus = (ItemConsensus.objects.filter(task_id__in=task_ids)
-                     .order_by("task_id", "rubric_item__position")
-                     .values("task_id", "rubric_item_id", "majority", "zone", "hit_votes", "total_votes",
-                             "rubric_item__item_key", "rubric_item__position", "rubric_item__score",
-                             "rubric_item__dimension__name_zh", "rubric_item__dimension__code",
-                             "task__response__model_name", "task__response__question__external_id",
-                             "task__rubric_version__number"))
-        for c in consensus.iterator(chunk_size=ROW_CHUNK):
-            key = (c["task_id"], c["rubric_item_id"])
-            yield {
-                "task_id": c["task_id"],
-                "question_id": c["task__response__question__external_id"],
-                "rubric_item_id": c["rubric_item__item_key"],
-                "position": c["rubric_item__position"],
-                "dimension": c["rubric_item__dimension__name_zh"],
-                "dimension_code": c["rubric_item__dimension__code"],
-                "score": c["rubric_item__score"],
-                "model": c["task__response__model_name"],
-                "labels": labels.get(key, {}),
-                "majority": c["majority"],
-                "zone": c["zone"],
-                "hit_votes": c["hit_votes"],
-                "total_votes": c["total_votes"],
-                "rubric_version": c["task__rubric_version__number"],
-                "judge_label": judge.get(key),
-            }
-
-
-def judge_labels_for_tasks(*, project: Project, task_ids: list[int]) -> dict[tuple[int, int], int]:
-    """The LLM judge's 0/1 per (task id, rubric item id) for these tasks.
-
-    This is the hook the judge-runs work fills in; until a project has judge runs there
-    are no judge labels, and every row's `judge_label` is null.
-    """
-    return {}
-
-
-def _labels_by_item(*, task_ids: list[int]) -> dict[tuple[int, int], dict[str, int]]:
-    labels: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
-    submitted = (Label.objects.filter(task_id__in=task_ids, assignment__status=Assignment.Status.SUBMITTED)
-                 .order_by("task_id", "rubric_item_id", "assignment__slot")
-                 .values_list("task_id", "rubric_item_id", "value", "assignment__expert__expert_profile__pseudonym",
-                              "assignment_id"))
-    for task_id, item_id, value, pseudonym, assignment_id in submitted.iterator(chunk_size=ROW_CHUNK):
-        # An account without an expert profile has no pseudonym; the assignment id
-        # keeps its labels apart without exposing who it is.
-        labels[task_id, item_id][pseudonym or f"assignment-{assignment_id}"] = value
-    return labels
-
-
-UTF8_BOM = "\ufeff"
-
-
-def consensus_export(*, rows: Iterable[dict[str, Any]], fmt: str) -> Iterator[bytes]:
-    """Encode consensus rows as `fmt` (jsonl, csv or parquet), yielding bytes as they are ready."""
-    export_format_check(fmt=fmt)
-    encoders = {"jsonl": _jsonl_chunks, "csv": _csv_chunks, "parquet": _parquet_chunks}
-    return encoders[fmt](rows)
-
-
-def _jsonl_chunks(rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:
-    buffer = io.StringIO()
-    for row in rows:
-        buffer.write(json.dumps(row, ensure_ascii=False))
-        buffer.write("\n")
-        if buffer.tell() >= TEXT_FLUSH_BYTES:
-            yield buffer.getvalue().encode()
-            buffer = io.StringIO()
-    if buffer.tell():
-        yield buffer.getvalue().encode()
-
-
-def _csv_chunks(rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:
-    buffer = io.StringIO()
-    # A UTF-8 byte-order mark first: without it Excel reads the file in the system code page
-    # and the Chinese dialogue turns to mojibake. csv readers skip it with encoding="utf-8-sig".
-    buffer.write(UTF8_BOM)
-    writer = csv.writer(buffer)
-    writer.writerow(COLUMNS)
-    for row in rows:
-        writer.writerow(_csv_value(row[column]) for column in COLUMNS)
-        if buffer.tell() >= TEXT_FLUSH_BYTES:
-            yield buffer.getvalue().encode()
-            buffer.seek(0)
-            buffer.truncate()
-    if buffer.tell():
-        yield buffer.getvalue().encode()
-
-
-def _csv_value(value: Any) -> Any:
-    # CSV has no nesting: the labels travel as a JSON object in one cell, and null as an empty cell.
-    if isinstance(value, dict):
-        return json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return "" if value is None else value
-
-
-class _ChunkSink(io.RawIOBase):
-    """A write-only stream that hands back what pyarrow wrote since the last drain.
-
-    pyarrow asks the stream for its position to record row-group offsets in the
-    footer, so the position counts every byte ever written, drained or not.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._chunks: list[bytes] = []
-        self._position = 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data) -> int:
-        chunk = bytes(data)
-        self._chunks.append(chunk)
-        self._position += len(chunk)
-        return len(chunk)
-
-    def tell(self) -> int:
-        return self._position
-
-    def drain(self) -> bytes:
-        data = b"".join(self._chunks)
-        self._chunks.clear()
+    def as_json(self) -> dict[str, Any]:
+        """The filters as stored on the export record and written into the dataset card."""
+        data = asdict(self)
+        if self.submitted_after is not None:
+            data["submitted_after"] = self.submitted_after.isoformat()
         return data
 
 
-def _parquet_chunks(rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:
-    sink = _ChunkSink()
-    writer = pq.ParquetWriter(sink, PARQUET_SCHEMA)
-    group: list[dict[str, Any]] = []
-    for row in rows:
-        group.append({**row, "labels": list(row["labels"].items())})
-        if len(group) >= PARQUET_ROW_GROUP:
-            writer.write_table(pa.Table.from_pylist(group, schema=PARQUET_SCHEMA))
-            group = []
-            yield sink.drain()
-    if group:
-        writer.write_table(pa.Table.from_pylist(group, schema=PARQUET_SCHEMA))
-    writer.close()
-    yield sink.drain()
+FILTER_NAMES = tuple(ExportFilters.__dataclass_fields__)
+
+
+def _refuse(name: str, got: str, expected: list[str]) -> DomainError:
+    shown = ", ".join(expected) if expected else "(none in this project)"
+    message = f"unknown value {json.dumps(got, ensure_ascii=False)}; expected one of {shown}"
+    return DomainError(f"Export filter {name}: {message}.", code=ErrorCode.EXPORT_FILTER_INVALID,
+                       errors=[{"field": name, "message": message, "code": ErrorCode.EXPORT_FILTER_INVALID,
+                                "params": {"field": name, "got": json.dumps(got, ensure_ascii=False),
+                                           "expected": shown}}],
+                       params={"field": name, "got": json.dumps(got, ensure_ascii=False), "expected": shown})
+
+
+def export_filters_parse(*, project: Project, raw: Mapping[str, Any]) -> ExportFilters:
+    """Filters from query parameters, form fields or CLI options; blank means "any".
+
+    A value the project does not have (a rubric version number it never published, a
+    model it has no reply from, a dimension code outside the taxonomy) is refused with
+    the filter's name and the values it accepts, rather than silently exporting nothing.
+    """
+    def value(name: str) -> str:
+        got = raw.get(name)
+        return "" if got is None else str(got).strip()
+
+    version = value("rubric_version")
+    version_number: int | None = None
+    if version:
+        numbers = [str(n) for n in RubricVersion.objects.filter(rubric_id=project.rubric_id)
+                   .order_by("number").values_list("number", flat=True)]
+        if version.removeprefix("v") not in numbers:
+            raise _refuse("rubric_version", version, numbers)
+        version_number = int(version.removeprefix("v"))
+    zone = value("zone")
+    if zone and zone not in ZONES:
+        raise _refuse("zone", zone, list(ZONES))
+    dimension = value("dimension")
+    if dimension:
+        codes = dict(Dimension.objects.order_by("sort_order", "code").values_list("code", "code"))
+        codes |= dict(Dimension.objects.values_list("name_zh", "code"))
+        if dimension not in codes:
+            raise _refuse("dimension", dimension,
+                          list(Dimension.objects.order_by("sort_order", "code").values_list("code", flat=True)))
+        dimension = codes[dimension]
+    model = value("model")
+    if model:
+        models = list(Response.objects.filter(project=project).order_by("model_name")
+                      .values_list("model_name", flat=True).distinct())
+        if model not in models:
+            raise _refuse("model", model, models)
+    completion = value("completion") or "complete"
+    if completion not in COMPLETION:
+        raise _refuse("completion", completion, list(COMPLETION))
+    after = value("submitted_after")
+    after_date: date | None = None
+    if after:
+        try:
+            after_date = date.fromisoformat(after)
+        except ValueError:
+            raise _refuse("submitted_after", after, ["a date such as 2026-03-01"]) from None
+    return ExportFilters(rubric_version=version_number, zone=zone or None, dimension=dimension or None,
+                         model=model or None, completion=completion, submitted_after=after_date)
+
+
+def _has_field(model: Any, name: str) -> bool:
+    return any(f.name == name for f in model._meta.get_fields())
+
+
+def _counted_labels(qs: QuerySet[Label]) -> QuerySet[Label]:
+    """The labels that count in consensus: submitted, and not rejected where the schema records it.
+
+    The lead can point this at the rejection work's label queryset method; until then a
+    `rejected_at` on the label or its assignment, if present, is honoured here.
+    """
+    qs = qs.filter(assignment__status=Assignment.Status.SUBMITTED)
+    # Lookups built at run time: the field may not exist in this schema yet.
+    for model, lookup in ((Label, "rejected_at__isnull"), (Assignment, "assignment__rejected_at__isnull")):
+        if _has_field(model, "rejected_at"):
+            qs = qs.filter(Q((lookup, True)))
+    return qs
+
+
+def export_tasks(*, project: Project, filters: ExportFilters) -> QuerySet[Task]:
+    """The tasks an export covers, in id order (rows then narrow to the filtered items)."""
+    tasks = Task.objects.filter(project=project, is_golden=False)
+    consensus = ItemConsensus.objects.filter(task=OuterRef("pk"))
+    if filters.completion == "complete":
+        tasks = tasks.filter(Exists(consensus))
+    if filters.zone:
+        tasks = tasks.filter(Exists(consensus.filter(zone=filters.zone)))
+    if filters.rubric_version is not None:
+        tasks = tasks.filter(rubric_version__number=filters.rubric_version)
+    if filters.model:
+        tasks = tasks.filter(response__model_name=filters.model)
+    if filters.submitted_after is not None:
+        start = timezone.make_aware(datetime.combine(filters.submitted_after, time.min))
+        submitted = _counted_labels(Label.objects.filter(task=OuterRef("pk"), assignment__submitted_at__gte=start))
+        tasks = tasks.filter(Exists(submitted))
+    return tasks.order_by("pk")
+
+
+def _provenance(consensus: dict[str, Any]) -> str | None:
+    stored = consensus.get("provenance")
+    if stored:
+        return stored
+    if consensus["zone"] == "tied":
+        return None
+    return "unanimous" if consensus["hit_votes"] in (0, consensus["total_votes"]) else "majority"
+
+
+def consensus_rows(*, project: Project, filters: ExportFilters | None = None, task_chunk: int = TASK_CHUNK,
+                   with_dialogue: bool = True, progress=None) -> Iterator[dict[str, Any]]:
+    """The export's rows, ordered by task then rubric item position.
+
+    `with_dialogue=False` leaves the dialogue out (the Hugging Face layout keeps it in a
+    questions file); `progress(done_tasks)` is called after each chunk.
+    """
+    filters = filters or ExportFilters()
+    selected = export_tasks(project=project, filters=filters)
+    consensus_fields = ["task_id", "rubric_item_id", "majority", "zone", "hit_votes", "total_votes"]
+    if _has_field(ItemConsensus, "provenance"):
+        consensus_fields.append("provenance")
+    task_fields = ["pk", "rubric_version_id", "rubric_version__number", "response__text", "response__model_name",
+                   "response__question__external_id", "response__question__final_user_turn"]
+    if with_dialogue:
+        task_fields.append("response__question__dialogue")
+    last_pk, done = 0, 0
+    while True:
+        tasks = list(selected.filter(pk__gt=last_pk).values(*task_fields)[:task_chunk])
+        if not tasks:
+            return
+        last_pk = tasks[-1]["pk"]
+        task_ids = [t["pk"] for t in tasks]
+        items = _items_by_question(tasks=tasks, dimension=filters.dimension)
+        consensus = {(c["task_id"], c["rubric_item_id"]): c for c in
+                     ItemConsensus.objects.filter(task_id__in=task_ids).values(*consensus_fields)
+                     .iterator(chunk_size=ROW_CHUNK)}
+        labels = _labels_by_item(task_ids=task_ids)
+        judges = judge_labels_for_tasks(project=project, task_ids=task_ids)
+        for task in tasks:
+            key = (task["rubric_version_id"], task["response__question__external_id"])
+            for item in items.get(key, []):
+                c = consensus.get((task["pk"], item["pk"]))
+                if filters.zone and (c is None or c["zone"] != filters.zone):
+                    continue
+                if filters.completion == "complete" and c is None:
+                    continue
+                runs = judges.get((task["pk"], item["pk"]), [])
+                yield {
+                    "task_id": task["pk"],
+                    "question_id": task["response__question__external_id"],
+                    **({"dialogue": task["response__question__dialogue"]} if with_dialogue else {}),
+                    "final_user_turn": task["response__question__final_user_turn"],
+                    "response_text": task["response__text"],
+                    "model": task["response__model_name"],
+                    "rubric_item_id": item["item_key"],
+                    "position": item["position"],
+                    "item_text": item["content"],
+                    "dimension": item["dimension__name_zh"],
+                    "dimension_code": item["dimension__code"],
+                    "score": item["score"],
+                    "rubric_version": task["rubric_version__number"],
+                    "labels": labels.get((task["pk"], item["pk"]), []),
+                    "hit_votes": None if c is None else c["hit_votes"],
+                    "total_votes": None if c is None else c["total_votes"],
+                    "majority": None if c is None or c["zone"] == "tied" else c["majority"],
+                    "zone": None if c is None else c["zone"],
+                    "provenance": None if c is None else _provenance(c),
+                    "judge_label": runs[-1]["label"] if runs else None,
+                    "judge_reason": runs[-1]["reason"] if runs else None,
+                    "judge_runs": runs,
+                }
+        done += len(tasks)
+        if progress is not None:
+            progress(done)
+
+
+def _items_by_question(*, tasks: list[dict[str, Any]], dimension: str | None) -> dict[tuple[int, str], list]:
+    items: dict[tuple[int, str], list[dict[str, Any]]] = defaultdict(list)
+    wanted = RubricItem.objects.filter(version_id__in={t["rubric_version_id"] for t in tasks},
+                                       question_ref__in={t["response__question__external_id"] for t in tasks})
+    if dimension:
+        wanted = wanted.filter(dimension__code=dimension)
+    for item in (wanted.order_by("version_id", "question_ref", "position")
+                 .values("pk", "version_id", "question_ref", "position", "item_key", "content", "score",
+                         "dimension__code", "dimension__name_zh").iterator(chunk_size=ROW_CHUNK)):
+        items[item["version_id"], item["question_ref"]].append(dict(item))
+    return items
+
+
+def judge_labels_for_tasks(*, project: Project, task_ids: list[int]) -> dict[tuple[int, int], list[dict[str, Any]]]:
+    """Per (task id, rubric item id), each judge run's label and the run's reason for that task, oldest run first.
+
+    Judge labels live in `JudgeLabel` (one per run, task and item); the judge's reason is
+    per task, in the run's `JudgeTaskResult`.
+    """
+    reasons = {(run_id, task_id): reason for run_id, task_id, reason in
+               JudgeTaskResult.objects.filter(task_id__in=task_ids, run__project=project)
+               .values_list("run_id", "task_id", "reason").iterator(chunk_size=ROW_CHUNK)}
+    judged: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
+    for task_id, item_id, value, run_id, name, model in (
+            JudgeLabel.objects.filter(task_id__in=task_ids, run__project=project)
+            .order_by("task_id", "rubric_item_id", "run__created_at", "run_id")
+            .values_list("task_id", "rubric_item_id", "value", "run_id", "run__name", "run__judge_model")
+            .iterator(chunk_size=ROW_CHUNK)):
+        judged[task_id, item_id].append({"run": name, "judge_model": model, "label": value,
+                                         "reason": reasons.get((run_id, task_id)) or None})
+    return judged
+
+
+def _labels_by_item(*, task_ids: list[int]) -> dict[tuple[int, int], list[dict[str, Any]]]:
+    labels: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
+    counted = (_counted_labels(Label.objects.filter(task_id__in=task_ids))
+               .order_by("task_id", "rubric_item_id", "assignment__slot", "assignment_id")
+               .values_list("task_id", "rubric_item_id", "value", "note", "assignment__submitted_at",
+                            "assignment__expert__expert_profile__pseudonym", "assignment_id"))
+    for task_id, item_id, value, note, submitted_at, pseudonym, assignment_id in counted.iterator(chunk_size=ROW_CHUNK):
+        # An account without an expert profile has no pseudonym; the assignment id
+        # keeps its labels apart without exposing who it is.
+        labels[task_id, item_id].append({
+            "expert": pseudonym or f"assignment-{assignment_id}", "label": value,
+            "submitted_at": submitted_at.isoformat() if submitted_at else None, "note": note})
+    return labels

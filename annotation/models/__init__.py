@@ -1,4 +1,5 @@
 """Annotation models, split by sub-domain; import them from here."""
+from .exports import ExportJob
 from .judging import AgreementReport, JudgeLabel, JudgeRun, JudgeTaskResult
 from .project import Difficulty, Project, ProjectSettingChange, ProjectState, Question, Response
 from .quality import CalibrationAnswer, CalibrationAttempt, CalibrationTask, ControlResult, GoldenReference
@@ -8,6 +9,7 @@ from .work import Assignment, Draft, IdempotencyRecord, ItemConsensus, Label, Ta
 
 __all__ = [
     "AgreementReport",
+    "ExportJob",
     "JudgeLabel",
     "JudgeRun",
     "JudgeTaskResult",

@@ -121,6 +121,11 @@ WHITENOISE_USE_FINDERS = env_bool("WHITENOISE_USE_FINDERS", True)
 
 # Imports are read whole into memory before validation (all-or-nothing), so the size is capped.
 RUBRICA_MAX_IMPORT_BYTES = env_int("RUBRICA_MAX_IMPORT_BYTES", 20 * 1024 * 1024)
+# Dataset exports built by a worker: where the files go, how long their download link lives,
+# and the license the Hugging Face dataset card declares (an SPDX id, or "other").
+RUBRICA_EXPORT_DIR = env_str("RUBRICA_EXPORT_DIR", str(MEDIA_ROOT / "exports"))
+RUBRICA_EXPORT_TTL_HOURS = env_int("RUBRICA_EXPORT_TTL_HOURS", 24)
+RUBRICA_EXPORT_LICENSE = env_str("RUBRICA_EXPORT_LICENSE", "other")
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 

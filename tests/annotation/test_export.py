@@ -10,7 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.exchange.export import COLUMNS, consensus_export, consensus_rows
+from annotation.exchange.export import COLUMNS, consensus_rows
+from annotation.exchange.export_formats import consensus_export
 from annotation.models import Assignment, ItemConsensus, Label, Task
 from rubrics.models import RubricItem
 from tests.factories import ExpertFactory, PMFactory, make_project_with_tasks
@@ -77,22 +78,31 @@ def test_rows_hold_the_consensus_the_labels_by_pseudonym_and_the_version(project
     rows = list(consensus_rows(project=project))
 
     assert len(rows) == 4 * 3
+    question = first.response.question
     assert rows[1] == {
         "task_id": first.pk,
-        "question_id": first.response.question.external_id,
+        "question_id": question.external_id,
+        "dialogue": question.dialogue,
+        "final_user_turn": question.final_user_turn,
+        "response_text": first.response.text,
+        "model": first.response.model_name,
         "rubric_item_id": item.item_key,
         "position": 2,
+        "item_text": item.content,
         "dimension": item.dimension.name_zh,
         "dimension_code": item.dimension.code,
         "score": item.score,
-        "model": first.response.model_name,
-        "labels": dict(zip(pseudonyms, (1, 0, 1))),
-        "majority": 1,
-        "zone": "split",
+        "rubric_version": first.rubric_version.number,
+        "labels": [{"expert": p, "label": v, "submitted_at": NOW.isoformat(), "note": ""}
+                   for p, v in zip(pseudonyms, (1, 0, 1))],
         "hit_votes": 2,
         "total_votes": 3,
-        "rubric_version": first.rubric_version.number,
+        "majority": 1,
+        "zone": "split",
+        "provenance": "majority",
         "judge_label": None,
+        "judge_reason": None,
+        "judge_runs": [],
     }
 
 
@@ -120,7 +130,8 @@ def test_csv_starts_with_a_byte_order_mark_then_a_header_and_the_labels_as_json(
     rows = list(csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))))
     assert list(rows[0])[0] == COLUMNS[0]
     assert len(rows) == 12
-    assert json.loads(rows[2]["labels"]) == {e.expert_profile.pseudonym: v for e, v in zip(experts, (0, 0, 1))}
+    assert {label["expert"]: label["label"] for label in json.loads(rows[2]["labels"])} == {
+        e.expert_profile.pseudonym: v for e, v in zip(experts, (0, 0, 1))}
     assert (rows[2]["majority"], rows[2]["zone"], rows[2]["judge_label"]) == ("0", "split", "")
 
 
@@ -129,7 +140,8 @@ def test_parquet_reads_back_with_a_labels_map(project, experts):
 
     table = pq.read_table(io.BytesIO(content))
     assert table.num_rows == 12
-    assert dict(table.column("labels")[0].as_py()) == {e.expert_profile.pseudonym: 1 for e in experts}
+    assert {label["expert"]: label["label"] for label in table.column("labels")[0].as_py()} == {
+        e.expert_profile.pseudonym: 1 for e in experts}
     assert table.column("judge_label").null_count == 12
 
 
@@ -172,7 +184,7 @@ def test_the_command_writes_jsonl_to_stdout_and_the_summary_to_stderr(project):
     call_command("export_consensus", str(project.pk), "--format", "jsonl", stdout=out, stderr=err)
 
     assert len(parse_jsonl(out.getvalue().encode())) == 12
-    assert err.getvalue().strip() == f"Exported 12 rows of project {project.pk} as jsonl."
+    assert err.getvalue().strip().startswith(f"Exported 12 rows of project {project.pk} as jsonl (snapshot ")
 
 
 def test_the_command_writes_parquet_to_a_file(project, tmp_path):
@@ -182,7 +194,7 @@ def test_the_command_writes_parquet_to_a_file(project, tmp_path):
     call_command("export_consensus", str(project.pk), "--format", "parquet", "--output", str(target), stdout=out)
 
     assert pq.read_table(target).num_rows == 12
-    assert out.getvalue().strip() == f"Exported 12 rows of project {project.pk} as parquet to {target}."
+    assert out.getvalue().strip().startswith(f"Exported 12 rows of project {project.pk} as parquet to {target} (")
 
 
 def test_the_command_refuses_parquet_on_stdout(project):
@@ -240,7 +252,7 @@ def test_an_unknown_format_is_400(api, pm, project):
 
     assert response.status_code == 400
     assert response.json()["errors"] == [
-        {"line": None, "field": "format", "message": 'expected one of jsonl, csv, parquet, got "xlsx"'}]
+        {"line": None, "field": "format", "message": 'expected one of jsonl, csv, parquet, heartbench, hf, got "xlsx"'}]
 
 
 def test_another_pms_project_is_404(api, project):

@@ -42,6 +42,7 @@ PARAMS = {"count": 2, "size": "30.0 MB", "limit": "20.0 MB", "source": "q.jsonl"
           "name": "lin", "low": 1, "high": 1000, "value": "xx", "label": "Overlap", "minutes": 1, "seconds": 60,
           "byte": "0xff", "position": 3, "column": 2, "got": '"high"', "length": 60, "min": 0, "what": "turns",
           "question": '"q1"', "dimension": '"warmth"', "expected": 3}
+PARAMS |= {"expired": "2026-12-02 10:00", "status": "building"}  # dataset exports
 
 
 @pytest.mark.parametrize("code", [c for c in ErrorCode])

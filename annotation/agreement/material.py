@@ -15,8 +15,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from annotation.agreement import stats
-
 EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 
 

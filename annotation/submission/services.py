@@ -8,7 +8,7 @@ from annotation.assignment.services import assignment_revive, lease_extend
 from annotation.labels import labels_clean
 from annotation.labels import notes_clean as _clean_notes
 from annotation.lock_objects import assignment_lock, task_lock
-from annotation.models import Assignment, Draft, Label, Task
+from annotation.models import Assignment, Draft, ItemConsensus, Label, Task
 from annotation.projects.rules import project_check_writable
 from annotation.quality.control import control_record
 from annotation.selectors import assignment_get_for_expert, rubric_items_for_task
@@ -105,11 +105,13 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
             # A control task: scored against the golden references; its consensus is never written.
             control_record(assignment=assignment, task=task, values={by_key[k].pk: v for k, v in clean.items()},
                            now=now)
-        elif complete:
+        elif complete or ItemConsensus.objects.filter(task=task).exists():
+            # Also a task reopened by a rejection keeps its consensus current with each label.
             records = consensus_compute(task=task, now=now)
             # A tied item asks for one more expert (within the project's cap); the consensus is
             # written again when that submission lands.
-            tie_slot_add(task=task, records=records)
+            if complete:
+                tie_slot_add(task=task, records=records)
             # New consensus changes the quality figures: ask for a (debounced) recompute.
             task_send_on_commit("annotation.agreement_report_request", project_id=task.project_id)
         # Payments listens by task name; it decides what earns (calibration does not). Control

@@ -4,6 +4,20 @@ from django.conf import settings
 from django.db import migrations, models
 from django.db.models import F
 
+from core.db import VendorSQL
+
+# SQLite rebuilds annotation_assignment for the new columns and constraints, and its
+# slot-guard triggers (0003, 0008) go with the dropped table: create them again, after
+# the rebuild going forward and after the reverse rebuild going back.
+SQLITE_WHEN = "WHEN NEW.slot > (SELECT overlap FROM annotation_task WHERE id = NEW.task_id)"
+SQLITE_BODY = "BEGIN SELECT RAISE(ABORT, 'assignment slot beyond the task overlap'); END"
+SQLITE_GUARD = [
+    f"CREATE TRIGGER IF NOT EXISTS rubrica_assignment_slot_insert BEFORE INSERT ON annotation_assignment "
+    f"{SQLITE_WHEN} {SQLITE_BODY}",
+    f"CREATE TRIGGER IF NOT EXISTS rubrica_assignment_slot_update BEFORE UPDATE OF slot, task_id "
+    f"ON annotation_assignment {SQLITE_WHEN} {SQLITE_BODY}",
+]
+
 
 def zones_reclassify(apps, schema_editor):
     """Existing verdicts: a 1-1 or 2-2 tie was stored as a miss, a panel of one as unanimous."""
@@ -23,6 +37,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        VendorSQL(postgresql=[], sqlite=[], reverse_postgresql=[], reverse_sqlite=SQLITE_GUARD),
         migrations.RemoveConstraint(
             model_name='assignment',
             name='assignment_submitted_at_matches_status',
@@ -101,7 +116,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='itemconsensus',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('majority__isnull', True), ('provenance', ''), ('zone', 'tied')), models.Q(('majority__isnull', False), ('zone__in', ['unanimous', 'split', 'single']), models.Q(('provenance', ''), _negated=True)), _connector='OR'), name='consensus_tied_has_no_majority'),
+            constraint=models.CheckConstraint(condition=models.Q(models.Q(('majority__isnull', True), ('provenance', ''), ('zone', 'tied')), models.Q(('majority__isnull', False), ('zone__in', ['unanimous', 'split', 'single'])), _connector='OR'), name='consensus_tied_has_no_majority'),
         ),
         migrations.AddConstraint(
             model_name='project',
@@ -111,4 +126,8 @@ class Migration(migrations.Migration):
             model_name='task',
             constraint=models.CheckConstraint(condition=models.Q(('extra_slots__lt', models.F('overlap'))), name='task_extra_within_overlap'),
         ),
+            VendorSQL(postgresql=[], sqlite=SQLITE_GUARD, reverse_postgresql=[], reverse_sqlite=[
+            "DROP TRIGGER IF EXISTS rubrica_assignment_slot_insert",
+            "DROP TRIGGER IF EXISTS rubrica_assignment_slot_update",
+        ]),
     ]

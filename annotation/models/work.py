@@ -226,7 +226,7 @@ class ItemConsensus(models.Model):
                                    name="consensus_majority_binary"),
             models.CheckConstraint(
                 condition=Q(zone="tied", majority__isnull=True, provenance="")
-                | (Q(zone__in=["unanimous", "split", "single"], majority__isnull=False) & ~Q(provenance="")),
+                | Q(zone__in=["unanimous", "split", "single"], majority__isnull=False),
                 name="consensus_tied_has_no_majority",
             ),
         ]

@@ -19,7 +19,7 @@ from payments.ledger import ledger_post_earning
 from payments.models import LedgerEntry
 from payments.services import submission_reject
 from rubrics.models import RubricVersion
-from tests.factories import PMFactory, make_project_with_tasks
+from tests.factories import PMFactory
 from tests.payments.factories import make_expert, make_paid_project
 
 T0 = timezone.now()
@@ -197,7 +197,7 @@ def _race_reject(pm, assignment_id, barrier, errors):
 
 
 @pytest.mark.postgres
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.django_db(transaction=True)
 def test_a_rejection_racing_a_new_submission_keeps_the_counters_exact():
     assert connection.vendor == "postgresql"
     for _ in range(4):

@@ -220,3 +220,20 @@ def test_tied_units_are_left_out_of_judge_agreement_and_scores_with_their_count(
     assert judge["overall"]["agreement"] == 1.0
     assert board["tied_left_out"] == 2
     assert experts_section(m)["overall"]["tied"] == 2
+
+
+def test_raising_the_overlap_keeps_the_extra_expert_on_top_of_the_new_panel():
+    project = make_project_with_tasks(n_questions=1, items_per_question=1, overlap=2)
+    a, b = _experts(project, 2)
+    _submit(a, project, {1: 1})
+    _submit(b, project, {1: 0})
+    assert Task.objects.values_list("overlap", "extra_slots").get() == (3, 1)
+
+    result = project_settings_update(project=project, values={"overlap": 3}, changed_by=None, now=timezone.now(),
+                                     apply_to_existing=True)
+
+    assert result.tasks_extended == 1
+    assert Task.objects.values_list("overlap", "extra_slots", "status").get() == (4, 1, "open")
+    again = project_settings_update(project=project, values={"overlap": 3}, changed_by=None, now=timezone.now(),
+                                    apply_to_existing=True)
+    assert again.tasks_extended == 0

@@ -1,14 +1,17 @@
 """Ties and thin panels: a tie is never a hit or a miss; an extra expert resolves it within the cap."""
 import random
+import re
 
 import numpy as np
 import pytest
 from django.db import IntegrityError, transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from annotation.agreement.material import derive
 from annotation.agreement.report import material_load, report_params
 from annotation.agreement.sections import experts_section, judge_section, leaderboard_section
+from annotation.agreement.services import agreement_report_compute
 from annotation.assignment.services import assignment_claim_next
 from annotation.models import Assignment, ItemConsensus, Task
 from annotation.projects.fields import settings_clean
@@ -18,7 +21,7 @@ from annotation.services import project_add_member
 from annotation.submission.services import labels_submit
 from core.errors import DomainError
 from rubrics.models import RubricVersion
-from tests.factories import ExpertFactory, make_project_with_tasks
+from tests.factories import ExpertFactory, PMFactory, make_project_with_tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -237,3 +240,24 @@ def test_raising_the_overlap_keeps_the_extra_expert_on_top_of_the_new_panel():
     again = project_settings_update(project=project, values={"overlap": 3}, changed_by=None, now=timezone.now(),
                                     apply_to_existing=True)
     assert again.tasks_extended == 0
+
+
+def test_the_dashboard_and_items_page_show_tied_items_and_the_panel_size(client):
+    project = make_project_with_tasks(n_questions=1, items_per_question=2, overlap=2, pm=PMFactory())
+    project_settings_update(project=project, values={"tie_extra_experts": "off"}, changed_by=None,
+                            now=timezone.now())
+    a, b = _experts(project, 2)
+    _submit(a, project, {1: 1, 2: 1})
+    _submit(b, project, {1: 0, 2: 1})
+    agreement_report_compute(project=project, judge_run=None, now=timezone.now())
+    client.force_login(project.created_by)
+
+    page = client.get(reverse("quality_dashboard", args=[project.pk]), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    items = client.get(reverse("quality_items", args=[project.pk]), {"zone": "tied"},
+                       HTTP_ACCEPT_LANGUAGE="en").content.decode()
+
+    assert "Units with the full panel (2 labels)" in page
+    assert "three labels" not in page
+    assert re.search(r"<dt>Tied</dt><dd><a [^>]*>1</a>", page)
+    assert items.count('<tr id="item-') == 1
+    assert ">tie</span>" in items and ">Tied<" in items

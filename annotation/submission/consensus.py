@@ -35,7 +35,9 @@ def provenance_of(*, zone: str, base_tied: bool) -> str:
         return ""
     if base_tied:
         return Provenance.EXTRA_EXPERT
-    return {Zone.UNANIMOUS: Provenance.UNANIMOUS, Zone.SINGLE: Provenance.SINGLE}.get(zone, Provenance.MAJORITY)
+    if zone == Zone.UNANIMOUS:
+        return Provenance.UNANIMOUS
+    return Provenance.SINGLE if zone == Zone.SINGLE else Provenance.MAJORITY
 
 
 def consensus_compute(*, task: Task, now: datetime) -> list[ItemConsensus]:

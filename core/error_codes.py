@@ -158,6 +158,10 @@ class ErrorCode(models.TextChoices):
     BATCH_NOT_APPROVED = "batch_not_approved", _("Approve the payout batch before marking it paid.")
     NOT_PAYABLE = "not_payable", _("Only submitted, paid work can be rejected.")
     ALREADY_REJECTED = "already_rejected", _("This submission is already rejected.")
+    SUBMISSION_REJECTED = "submission_rejected", _("This submission was rejected; the task went to another "
+                                                   "expert.")
+    REJECT_REASON_UNKNOWN = "reject_reason_unknown", _("Choose a reason: spam, copy-paste, guideline violation "
+                                                       "or other.")
     # Line errors of an import (`errors` entries; the field and line are shown beside them).
     LINE_BAD_ENCODING = "line_bad_encoding", _("not valid UTF-8 (byte %(byte)s at byte %(position)s of the line); "
                                        "save the file as UTF-8")

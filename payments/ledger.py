@@ -102,7 +102,8 @@ def ledger_post_earning(*, assignment_id: int, now: datetime) -> LedgerEntry | N
         return existing
     assignment = (Assignment.objects.select_related("task__response__question")
                   .filter(pk=assignment_id).first())
-    if assignment is None or assignment.status != Assignment.Status.SUBMITTED:
+    # A rejected submission did earn: its reversal stands beside the earning.
+    if assignment is None or assignment.status not in (Assignment.Status.SUBMITTED, Assignment.Status.REJECTED):
         return None
     if assignment.kind != Assignment.Kind.WORK:
         return None

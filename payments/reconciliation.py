@@ -100,7 +100,8 @@ def _assignments(*, submitted_before: datetime | None) -> Iterator[Problem]:
     for pk in missing.order_by("pk").values_list("pk", flat=True):
         yield Problem("earning_missing", f"submitted assignment {pk} has no earning")
     unpaid = (LedgerEntry.objects.filter(kind=LedgerEntry.Kind.EARNING)
-              .exclude(assignment__status=Assignment.Status.SUBMITTED, assignment__kind=Assignment.Kind.WORK))
+              .exclude(assignment__status__in=(Assignment.Status.SUBMITTED, Assignment.Status.REJECTED),
+                       assignment__kind=Assignment.Kind.WORK))
     for pk, assignment_id in unpaid.values_list("pk", "assignment_id"):
         yield Problem("earning_unpaid_work", f"earning {pk} pays assignment {assignment_id}, which is not "
                                              f"submitted work")

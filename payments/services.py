@@ -21,6 +21,7 @@ from django.db.models import Count, Sum
 
 from annotation import permissions as annotation_permissions
 from annotation.models import Assignment, Project
+from annotation.submission.rejection import submission_reject_labels
 from core.errors import Conflict, DomainError, NotFound
 from experts.models import User
 from payments import permissions
@@ -186,10 +187,13 @@ def payout_batch_mark_paid(*, actor: User, batch_id, now: datetime, reference: s
     return batch
 
 
-def submission_reject(*, actor: User, assignment_id, reason: str, now: datetime) -> LedgerEntry:
+def submission_reject(*, actor: User, assignment_id, reason: str, now: datetime,
+                      reason_code: str = Assignment.RejectReason.OTHER) -> LedgerEntry:
     """A PM rejects a paid submission (spam, copy-paste): a reversal entry with the reason.
 
-    The earning is never edited; the reversal lands in the period open at `now`, so a
+    In one transaction the labels stop counting (`submission_reject_labels`: out of the
+    consensus, the slot reopens for another expert) and the earning is reversed. The
+    earning is never edited; the reversal lands in the period open at `now`, so a
     rejection after settlement is deducted from the expert's next statement.
     """
     try:
@@ -198,15 +202,19 @@ def submission_reject(*, actor: User, assignment_id, reason: str, now: datetime)
         raise NotFound("No such submission.") from None
     if not annotation_permissions.can_manage(actor, assignment.task.project):
         raise NotFound("No such submission.")
+    if LedgerEntry.objects.filter(idempotency_key=reversal_key(assignment.pk)).exists():
+        raise Conflict("This submission is already rejected.", code="already_rejected")
     if assignment.status != Assignment.Status.SUBMITTED or assignment.kind != Assignment.Kind.WORK:
         raise Conflict("Only submitted, paid work can be rejected.", code="not_payable")
     reason = (reason or "").strip()
     if not reason:
         raise DomainError("Give the reason for the rejection; the expert sees it on their statement.",
                           code="reason_required", errors=[{"field": "reason", "message": "required"}])
-    if LedgerEntry.objects.filter(idempotency_key=reversal_key(assignment.pk)).exists():
-        raise Conflict("This submission is already rejected.", code="already_rejected")
-    return ledger_post_reversal(assignment_id=assignment.pk, reason=reason, actor=actor, now=now)
+    with transaction.atomic():
+        # Annotation rows first (task, assignment), then the ledger: payments' posting takes no
+        # annotation lock, so this order matches every other writer.
+        submission_reject_labels(assignment=assignment, reason_code=reason_code, text=reason, by=actor, now=now)
+        return ledger_post_reversal(assignment_id=assignment.pk, reason=reason, actor=actor, now=now)
 
 
 def payment_settings_update(*, actor: User, project_id, currency: str, period_length: str,

@@ -24,6 +24,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_POST
 
+from annotation.models import Assignment
 from core.confirm import Confirmation, confirmation_given, confirmation_page
 from core.errors import Conflict, DomainError, NotFound, error_message
 from core.pages import render_page
@@ -82,6 +83,7 @@ def _project_context(request: HttpRequest, project_id: int) -> dict[str, Any]:
         "submissions": selectors.submissions_for_review(project),
         "settings": selectors.payment_settings_for(project),
         "can_settle": permissions.can_settle(request.user),
+        "reject_reasons": Assignment.RejectReason.choices,
     }
 
 
@@ -145,6 +147,7 @@ def submission_reject(request: HttpRequest, project_id: int, assignment_id: int)
     The first post names the amount and who sees the reason; only the confirmed post writes.
     """
     reason = request.POST.get("reason", "").strip()
+    reason_code = request.POST.get("reason_code", Assignment.RejectReason.OTHER)
     if not confirmation_given(request):
         project = selectors.project_get_for_costs(request.user, project_id)
         row = selectors.submission_get_for_review(project, assignment_id)
@@ -155,20 +158,27 @@ def submission_reject(request: HttpRequest, project_id: int, assignment_id: int)
             return _after_action(request, project_id, error=DomainError(
                 "Give a reason for the rejection.", code="reason_required",
                 errors=[{"field": "reason", "message": "required"}]))
+        if reason_code not in Assignment.RejectReason.values:
+            return _after_action(request, project_id, error=DomainError(
+                "Unknown reason.", code="reject_reason_unknown",
+                errors=[{"field": "reason_code", "message": "unknown"}]))
         return confirmation_page(request, Confirmation(
             title=_("Reject the submission of task #%(task)s by %(expert)s?") % {"task": row.task_id,
                                                                                   "expert": row.expert},
             consequences=[
                 _("%(amount)s %(currency)s will be deducted from the expert's next statement.")
                 % {"amount": row.amount, "currency": row.currency},
-                _("The expert sees the reason on their statement: “%(reason)s”.") % {"reason": reason},
+                _("The expert sees the reason on their statement and history: %(kind)s, “%(reason)s”.")
+                % {"kind": Assignment.RejectReason(reason_code).label, "reason": reason},
+                _("Its labels leave the consensus and the reports; the task goes to another expert."),
                 _("The rejection is final; the earning itself stays in the ledger beside its reversal."),
             ],
-            action_url=request.path, cancel_url=_costs_url(project_id), fields={"reason": reason},
+            action_url=request.path, cancel_url=_costs_url(project_id),
+            fields={"reason": reason, "reason_code": reason_code},
             confirm_label=_("Reject and deduct")))
     try:
         entry = services.submission_reject(actor=request.user, assignment_id=assignment_id,
-                                           reason=reason, now=timezone.now())
+                                           reason=reason, reason_code=reason_code, now=timezone.now())
     except DomainError as exc:
         return _after_action(request, project_id, error=exc)
     return _after_action(request, entry.project_id, done=_("Submission rejected; %(amount)s %(currency)s reversed.")

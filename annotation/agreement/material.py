@@ -15,8 +15,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from annotation.agreement import stats
-
 EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 
 
@@ -99,6 +97,8 @@ class Material:
     golden_ref: NDArray[np.int8]
     # The judge's label per unit (-1 when missing); None when no judge run is reported.
     judge: NDArray[np.int8] | None = None
+    # Each task's own panel size (its overlap, extra experts for ties included); None: `n_slots` for all.
+    task_overlap: NDArray[np.int64] | None = None
     derived: dict[str, Any] = field(default_factory=dict)
 
 
@@ -150,16 +150,25 @@ def derive(m: Material) -> dict[str, Any]:
     """Per-unit lookups shared by the sections (computed once per material)."""
     if m.derived:
         return m.derived
-    complete = (m.labels >= 0).sum(axis=1) == m.n_slots
-    vote = stats.majority(m.labels)
+    hits = (m.labels == 1).sum(axis=1)
+    total = (m.labels >= 0).sum(axis=1)
+    panel = m.n_slots if m.task_overlap is None else m.task_overlap[m.unit_task]
+    complete = total >= panel
+    # A tie is no verdict (-1): it is never scored as a hit or a miss, and it is left out of
+    # judge agreement and scores. A panel of one is `single`, not unanimous.
+    majority = np.where(2 * hits > total, 1, np.where(2 * hits < total, 0, -1)).astype(np.int8)
+    tied = complete & (2 * hits == total)
+    single = complete & (total == 1)
     unit_question = m.task_question[m.unit_task]
     unit_dim = m.item_dim[m.unit_item]
     categories = sorted({d.category for d in m.dims})
     dim_category = np.array([categories.index(d.category) for d in m.dims], dtype=np.int64)
     m.derived.update(
         complete=complete,
-        majority=vote.majority,
-        unanimous=vote.unanimous,
+        majority=majority,
+        unanimous=complete & (total > 1) & ((hits == 0) | (hits == total)),
+        tied=tied,
+        single=single,
         unit_question=unit_question,
         unit_model=m.task_model[m.unit_task],
         unit_dim=unit_dim,

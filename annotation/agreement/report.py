@@ -153,13 +153,14 @@ def material_load(*, project: Project, version: RubricVersion | None) -> Materia
     difficulty_index = {d: i for i, d in enumerate(difficulties)}
 
     tasks = list(Task.objects.filter(project=project, rubric_version=version).order_by("pk")
-                 .values_list("pk", "response__question_id", "response__model_name", "is_golden"))
-    models = sorted({name for _, _, name, _ in tasks})
+                 .values_list("pk", "response__question_id", "response__model_name", "is_golden", "overlap"))
+    models = sorted({t[2] for t in tasks})
     model_index = {name: i for i, name in enumerate(models)}
     task_id = np.fromiter((t[0] for t in tasks), np.int64, len(tasks))
     task_question = np.fromiter((question_index[t[1]] for t in tasks), np.int64, len(tasks))
     task_model = np.fromiter((model_index[t[2]] for t in tasks), np.int64, len(tasks))
     task_golden = np.fromiter((t[3] for t in tasks), bool, len(tasks))
+    task_overlap = np.fromiter((t[4] for t in tasks), np.int64, len(tasks))
 
     items = list(RubricItem.objects.filter(version=version).order_by("pk")
                  .values_list("pk", "position", "dimension_id", "score"))
@@ -236,7 +237,7 @@ def material_load(*, project: Project, version: RubricVersion | None) -> Materia
         unit_expert=slot_expert[unit_task], unit_time=slot_time[unit_task],
         golden_task=l_task[golden], golden_item=l_item[golden], golden_expert=l_expert[golden],
         golden_time=l_time[golden], golden_value=l_value[golden].astype(np.int8),
-        golden_ref=np.full(int(golden.sum()), -1, np.int8),
+        golden_ref=np.full(int(golden.sum()), -1, np.int8), task_overlap=task_overlap,
     )
     material.golden_ref = _golden_ref(material, golden_reference_matrix(project))
     return material

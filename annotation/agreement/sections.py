@@ -37,7 +37,8 @@ from annotation.agreement.scoring import rank_models, rank_stability_bootstrap, 
 # the joint bootstrap below evaluates it on many slices at once.
 from annotation.agreement.stats.bootstrap import _agreement_kappa_from_cells
 
-ZONES = ("unanimous", "split")
+# Zones of a judged unit; tied units are left out of every judge comparison (and counted).
+ZONES = ("unanimous", "split", "single")
 # A slice resting on fewer dialogues than this says so (``thin``). Agreement intervals
 # are cluster Wilson ones everywhere: measured by bench/interval_coverage.py (4,000
 # simulated slices each, nominal 95%), the Wilson interval covers 94.0% / 93.5% / 95.8%
@@ -91,7 +92,13 @@ def experts_section(m: Material) -> dict[str, Any]:
     complete = d["complete"]
     panel = m.labels[complete]
     dims = d["unit_dim"][complete]
-    unanimous = d["unanimous"][complete]
+    zone = np.select([d["unanimous"][complete], d["tied"][complete], d["single"][complete]], [0, 2, 3], 1)
+
+    def zone_counts(z: NDArray[np.int64]) -> dict[str, int]:
+        counts = np.bincount(z, minlength=4)
+        return {"unanimous": int(counts[0]), "split": int(counts[1]), "tied": int(counts[2]),
+                "single": int(counts[3])}
+
     # Grouped by dimension once, so each dimension is a contiguous slice.
     order = np.argsort(dims, kind="stable")
     bounds = group_bounds(dims[order], len(m.dims))
@@ -99,11 +106,9 @@ def experts_section(m: Material) -> dict[str, Any]:
     for i in range(len(m.dims)):
         rows = order[bounds[i]:bounds[i + 1]]
         if rows.size:
-            agree = int(unanimous[rows].sum())
-            by_dim.append({"key": m.dims[i].code, **_panel_stats(panel[rows]), "unanimous": agree,
-                           "split": int(rows.size - agree)})
+            by_dim.append({"key": m.dims[i].code, **_panel_stats(panel[rows]), **zone_counts(zone[rows])})
     return {
-        "overall": {**_panel_stats(panel), "unanimous": int(unanimous.sum()), "split": int((~unanimous).sum())},
+        "overall": {**_panel_stats(panel), **zone_counts(zone)},
         "by_dimension": by_dim,
     }
 
@@ -189,10 +194,11 @@ def judge_section(m: Material, p: Params) -> dict[str, Any] | None:
     if m.judge is None:
         return None
     d = derive(m)
-    use = d["complete"] & (m.judge >= 0)
+    judged = d["complete"] & (m.judge >= 0)
+    use = judged & ~d["tied"]
     judge = m.judge[use].astype(np.int64)
     human = d["majority"][use].astype(np.int64)
-    zone = np.where(d["unanimous"][use], 0, 1).astype(np.int64)
+    zone = np.select([d["unanimous"][use], d["single"][use]], [0, 2], 1).astype(np.int64)
     dims = d["unit_dim"][use]
     n_dims = len(m.dims)
     gate_dims = np.array([dim.is_gate for dim in m.dims] or [False], dtype=bool)
@@ -204,8 +210,8 @@ def judge_section(m: Material, p: Params) -> dict[str, Any] | None:
         (d["unit_category"][use], len(d["categories"])),
         (d["unit_model"][use], len(m.models)),
         (d["unit_difficulty"][use], len(m.difficulties)),
-        (zone, 2),
-        (dims * 2 + zone, n_dims * 2),
+        (zone, len(ZONES)),
+        (dims * len(ZONES) + zone, n_dims * len(ZONES)),
     ]
     with_gate, gate_split, by_dim, by_cat, by_model, by_diff, by_zone, by_dim_zone = _sliced_agreement(
         judge, human, d["unit_question"][use], slicings, p)
@@ -220,10 +226,11 @@ def judge_section(m: Material, p: Params) -> dict[str, Any] | None:
     zones_of: dict[str, dict[str, Any]] = {}
     for r in by_dim_zone:
         index = r.pop("index")
-        zones_of.setdefault(m.dims[index // 2].code, {})[ZONES[index % 2]] = r
+        zones_of.setdefault(m.dims[index // len(ZONES)].code, {})[ZONES[index % len(ZONES)]] = r
     for r in dim_rows:
         r["zones"] = zones_of.get(r["key"], {})
     return {
+        "tied_left_out": int((judged & d["tied"]).sum()),
         "overall": {"key": "non_gate", **split[0]} if 0 in split else None,
         "gate": {"key": "gate", **split[1]} if 1 in split else None,
         "overall_with_gate": keyed(with_gate, ["all"])[0] if with_gate else None,
@@ -309,12 +316,15 @@ def leaderboard_section(m: Material, p: Params) -> dict[str, Any]:
     if with_judge:
         unusable = unusable | (m.judge < 0)  # type: ignore[operator]
     bad_task = np.bincount(m.unit_task[unusable], minlength=n_tasks) > 0
-    use = ~bad_task[m.unit_task]
+    # A tied item scores for neither side: it is left out (and counted) like an unlabelled item.
+    tied_left_out = int((~bad_task[m.unit_task] & d["tied"]).sum())
+    use = ~bad_task[m.unit_task] & ~d["tied"]
     gate = next((i for i, dim in enumerate(m.dims) if dim.is_gate), None)
     n_q, n_d = len(m.question_ext), len(m.dims)
     models = [i for i in range(len(m.models)) if (use & (d["unit_model"] == i)).any()]
     if not models:
-        return {"models": [], "n_questions": 0, "tau": None, "tau_ci": [None, None], "judge": with_judge}
+        return {"models": [], "n_questions": 0, "tau": None, "tau_ci": [None, None], "judge": with_judge,
+                "tied_left_out": tied_left_out}
     human_norms, judge_norms, human_abilities, judge_abilities, questions = [], [], [], [], []
     for i in models:
         u = np.flatnonzero(use & (d["unit_model"] == i))
@@ -361,6 +371,7 @@ def leaderboard_section(m: Material, p: Params) -> dict[str, Any]:
         "tau": num(stability.tau) if with_judge else None,
         "tau_ci": interval(stability.tau_ci) if with_judge else [None, None],
         **_own_bases(m, with_judge),
+        "tied_left_out": tied_left_out,
     }
 
 
@@ -402,7 +413,10 @@ def _own_bases(m: Material, with_judge: bool) -> dict[str, Any]:
     n_tasks = m.task_id.size
     has_units = np.bincount(m.unit_task, minlength=n_tasks) > 0
     complete_task = has_units & ~(np.bincount(m.unit_task[~d["complete"]], minlength=n_tasks) > 0)
-    human_rows, human_quirks = _side_board(m, complete_task[m.unit_task], d["majority"].astype(np.int64))
+    # A tied item has no majority: it scores for neither side of the human board (counted in the
+    # leaderboard's ``tied_left_out``).
+    human_rows, human_quirks = _side_board(m, complete_task[m.unit_task] & ~d["tied"],
+                                           d["majority"].astype(np.int64))
     out: dict[str, Any] = {
         "tasks": {"complete": int(complete_task.sum())},
         "human_all": {"basis": "every_complete_task", "models": human_rows, "quirks": human_quirks},

@@ -49,6 +49,8 @@ class ProjectOut(serializers.Serializer):
     control_pause_below_pct = serializers.IntegerField()
     control_window = serializers.IntegerField()
     hard_min_tier = serializers.CharField()
+    tie_extra_experts = serializers.BooleanField(help_text="draw one more expert for a tied item")
+    tie_extra_cap = serializers.IntegerField(help_text="most extra experts per task for ties")
 
 
 class ProjectCreateApi(APIView):
@@ -86,6 +88,8 @@ def _setting_serializer_field(name: str) -> serializers.Field:
         return serializers.ChoiceField(choices=Tier.choices, required=False)
     if field.kind == "date":
         return serializers.DateField(required=False, allow_null=True)
+    if field.kind == "bool":
+        return serializers.BooleanField(required=False)
     return serializers.CharField(required=False, allow_blank=name != "name")
 
 

@@ -107,7 +107,8 @@ def expert_history(expert: User) -> QuerySet[Assignment]:
     skipped. `finished_at` is when it ended (submission, skip, or the lease start for a task given
     back, which keeps no end time). Never the model: callers show the question only."""
     return (Assignment.objects.filter(expert=expert, kind=Assignment.Kind.WORK,
-                                      status__in=[Assignment.Status.SUBMITTED, Assignment.Status.RELEASED])
+                                      status__in=[Assignment.Status.SUBMITTED, Assignment.Status.RELEASED,
+                                                  Assignment.Status.REJECTED])
             .select_related("task__project", "task__response__question", "skip")
             .annotate(finished_at=Coalesce("submitted_at", "skip__created_at", "leased_at"))
             .order_by("-finished_at", "-pk"))
@@ -141,10 +142,12 @@ SKIPS_LIMIT = 500
 
 
 def history_status(assignment: Assignment) -> str:
-    """"submitted", "skipped" (given back with a reason) or "released" (given back, or ended when the
-    expert left the project). Rejection by a PM lives in payments, which annotation does not read."""
+    """"submitted", "rejected" (by a PM, with a reason), "skipped" (given back with a reason) or
+    "released" (given back, or ended when the expert left the project)."""
     if assignment.status == Assignment.Status.SUBMITTED:
         return "submitted"
+    if assignment.status == Assignment.Status.REJECTED:
+        return "rejected"
     try:
         assignment.skip  # noqa: B018 - select_related by expert_history
     except TaskSkip.DoesNotExist:

@@ -88,7 +88,8 @@ class ReportView:
 
     @staticmethod
     def zone_name(code: str) -> str:
-        return {"unanimous": _("Unanimous"), "split": _("Split")}.get(code, code)
+        return {"unanimous": _("Unanimous"), "split": _("Split"), "tied": _("Tied"),
+                "single": _("Single label")}.get(code, code)
 
     @staticmethod
     def difficulty_name(code: str) -> str:
@@ -158,11 +159,12 @@ class ReportView:
         judged = {r.key: r.extra.get("zones", {}) for r in self.by_dimension()}
         rows = []
         for r in self.payload.get("panel", {}).get("by_dimension", []):
-            total = r["unanimous"] + r["split"]
+            total = r["unanimous"] + r["split"] + r.get("tied", 0) + r.get("single", 0)
             zones = judged.get(r["key"], {})
             rows.append({
                 "name": self.dim_name(r["key"]),
-                "unanimous": r["unanimous"], "split": r["split"],
+                "unanimous": r["unanimous"], "split": r["split"], "tied": r.get("tied", 0),
+                "tied_link": self.link(dimension=r["key"], zone="tied"),
                 "split_share": pct(r["split"] / total if total else None),
                 "unanimous_agreement": pct(zones.get("unanimous", {}).get("agreement")),
                 "split_agreement": pct(zones.get("split", {}).get("agreement")),
@@ -183,8 +185,9 @@ class ReportView:
             "n": overall.get("n", 0), "percent": pct(overall.get("percent_agreement")),
             "fleiss": dec(overall.get("fleiss_kappa")), "alpha": dec(overall.get("krippendorff_alpha")),
             "ac1": dec(overall.get("gwet_ac1")), "unanimous": overall.get("unanimous", 0),
-            "split": overall.get("split", 0), "rows": rows,
-            "unanimous_link": self.link(zone="unanimous"), "split_link": self.link(zone="split"),
+            "split": overall.get("split", 0), "tied": overall.get("tied", 0), "single": overall.get("single", 0),
+            "rows": rows, "unanimous_link": self.link(zone="unanimous"), "split_link": self.link(zone="split"),
+            "tied_link": self.link(zone="tied"), "single_link": self.link(zone="single"),
         }
 
     def experts(self) -> list[dict[str, Any]]:

@@ -132,17 +132,10 @@ def _has_field(model: Any, name: str) -> bool:
 
 
 def _counted_labels(qs: QuerySet[Label]) -> QuerySet[Label]:
-    """The labels that count in consensus: submitted, and not rejected where the schema records it.
-
-    The lead can point this at the rejection work's label queryset method; until then a
-    `rejected_at` on the label or its assignment, if present, is honoured here.
-    """
-    qs = qs.filter(assignment__status=Assignment.Status.SUBMITTED)
-    # Lookups built at run time: the field may not exist in this schema yet.
-    for model, lookup in ((Label, "rejected_at__isnull"), (Assignment, "assignment__rejected_at__isnull")):
-        if _has_field(model, "rejected_at"):
-            qs = qs.filter(Q((lookup, True)))
-    return qs
+    """The labels that count in consensus: those of submitted assignments. A rejected submission
+    has the status "rejected", so its labels (kept for the audit, see `Label.objects.counted()`)
+    never reach an export."""
+    return qs.filter(assignment__status=Assignment.Status.SUBMITTED)
 
 
 def export_tasks(*, project: Project, filters: ExportFilters) -> QuerySet[Task]:

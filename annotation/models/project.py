@@ -40,6 +40,8 @@ CALIBRATION_RETRY_DELAY_S = SettingRange("calibration_retry_delay_s", 0, 30 * 24
 CONTROL_RATE_PCT = SettingRange("control_rate_pct", 0, 100, 5)
 CONTROL_PAUSE_BELOW_PCT = SettingRange("control_pause_below_pct", 0, 100, 60)
 CONTROL_WINDOW = SettingRange("control_window", 1, 200, 10)
+# Extra experts a task may get, one at a time, while its panel leaves an item tied.
+TIE_EXTRA_CAP = SettingRange("tie_extra_cap", 0, 5, 2)
 QUALITY_SETTINGS = (CALIBRATION_THRESHOLD_PCT, CALIBRATION_SIZE, CALIBRATION_RETRY_DELAY_S, CONTROL_RATE_PCT,
                     CONTROL_PAUSE_BELOW_PCT, CONTROL_WINDOW)
 
@@ -84,6 +86,11 @@ class Project(models.Model):
     hard_min_tier = models.CharField(
         max_length=10, default=Tier.SILVER, choices=Tier.choices,
         help_text=_("Lowest tier that takes hard tasks."))
+    # Ties (an even panel split evenly): one more expert is drawn, up to the cap per task.
+    tie_extra_experts = models.BooleanField(
+        default=True, help_text=_("Draw one more expert for a task whose panel leaves an item tied."))
+    tie_extra_cap = models.PositiveSmallIntegerField(
+        default=TIE_EXTRA_CAP.default, help_text=_("Most extra experts one task may get to resolve ties (0–5)."))
     due_date = models.DateField(null=True, blank=True)
     # Paused: no new leases, open ones can still be submitted. Closed: read-only (exports
     # and reports still work). Archived: a closed project hidden from the project lists.
@@ -119,6 +126,8 @@ class Project(models.Model):
                                    name="project_control_pause_range"),
             models.CheckConstraint(condition=Q(control_window__gte=CONTROL_WINDOW.low),
                                    name="project_control_window_positive"),
+            models.CheckConstraint(condition=Q(tie_extra_cap__lte=TIE_EXTRA_CAP.high),
+                                   name="project_tie_extra_cap_range"),
             models.CheckConstraint(condition=Q(state__in=ProjectState.values), name="project_state_known"),
             models.CheckConstraint(condition=Q(archived_at__isnull=True) | Q(state=ProjectState.CLOSED),
                                    name="project_archived_only_closed"),

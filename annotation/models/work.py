@@ -33,6 +33,8 @@ class Task(models.Model):
     # point through an index, which is O(log n) where ORDER BY random() is O(n).
     shuffle_key = models.BigIntegerField()
     is_golden = models.BooleanField(default=False)
+    # Slots added beyond the panel because a complete panel left an item tied (counted in `overlap`).
+    extra_slots = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
 
@@ -45,6 +47,7 @@ class Task(models.Model):
                 condition=Q(submitted_count__lte=F("live_count")), name="task_submitted_within_live"
             ),
             models.CheckConstraint(condition=Q(overlap__gte=1), name="task_overlap_positive"),
+            models.CheckConstraint(condition=Q(extra_slots__lt=F("overlap")), name="task_extra_within_overlap"),
         ]
         indexes = [
             models.Index(
@@ -78,6 +81,15 @@ class Assignment(models.Model):
         # Ended before it expired: the expert gave it back or skipped it, or left the
         # project. Unlike an expired lease it is never revived for a late submission.
         RELEASED = "released", _("Given back")
+        # Submitted, then rejected by a PM: its labels stay stored but count nowhere, and its
+        # slot is free again (for another expert: the expert never gets the task back).
+        REJECTED = "rejected", _("Rejected")
+
+    class RejectReason(models.TextChoices):
+        SPAM = "spam", _("Spam")
+        COPY_PASTE = "copy_paste", _("Copy-paste")
+        GUIDELINES = "guidelines", _("Guideline violation")
+        OTHER = "other", _("Other")
 
     class Kind(models.TextChoices):
         WORK = "work", _("Work")
@@ -94,6 +106,11 @@ class Assignment(models.Model):
     # The expert's tier when they submitted: pay and quality reports use the tier in
     # force at that moment, not today's.
     tier_at_submission = models.CharField(max_length=10, blank=True)
+    rejected_at = models.DateTimeField(null=True, blank=True)
+    rejected_reason = models.CharField(max_length=12, choices=RejectReason.choices, blank=True)
+    rejected_text = models.TextField(blank=True)
+    rejected_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
+                                    related_name="+")
 
     class Meta:
         ordering = ["id"]
@@ -106,9 +123,15 @@ class Assignment(models.Model):
             ),
             models.CheckConstraint(condition=Q(slot__gte=1), name="assignment_slot_positive"),
             models.CheckConstraint(
-                condition=Q(status="submitted", submitted_at__isnull=False)
-                | (~Q(status="submitted") & Q(submitted_at__isnull=True)),
+                condition=Q(status__in=("submitted", "rejected"), submitted_at__isnull=False)
+                | (~Q(status__in=("submitted", "rejected")) & Q(submitted_at__isnull=True)),
                 name="assignment_submitted_at_matches_status",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="rejected", rejected_at__isnull=False, rejected_reason__in=[
+                    "spam", "copy_paste", "guidelines", "other"])
+                | (~Q(status="rejected") & Q(rejected_at__isnull=True, rejected_reason="")),
+                name="assignment_rejected_matches_status",
             ),
         ]
         indexes = [
@@ -132,8 +155,18 @@ class Draft(models.Model):
         return f"draft of assignment {self.assignment_id}"
 
 
+class LabelQuerySet(models.QuerySet["Label"]):
+    def counted(self) -> "LabelQuerySet":
+        """Labels that count: those of rejected submissions stay stored for the audit only."""
+        return self.exclude(assignment__status=Assignment.Status.REJECTED)
+
+
 class Label(models.Model):
-    """One expert's hit (1) or miss (0) on one rubric item of one task."""
+    """One expert's hit (1) or miss (0) on one rubric item of one task.
+
+    Read them through `Label.objects.counted()` for anything that counts (consensus,
+    reports, exports): a rejected submission's labels are kept but never counted.
+    """
 
     assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="labels")
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="labels")
@@ -141,6 +174,8 @@ class Label(models.Model):
     value = models.PositiveSmallIntegerField()
     note = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = LabelQuerySet.as_manager()
 
     class Meta:
         ordering = ["id"]
@@ -155,18 +190,34 @@ class Label(models.Model):
 
 
 class ItemConsensus(models.Model):
-    """The panel's verdict on one rubric item of one task, written with the last label."""
+    """The panel's verdict on one rubric item of one task, written with the last label.
+
+    A tie (as many hit as miss votes) is no verdict: zone `tied` with no majority, never
+    counted as a hit or a miss. A panel of one is `single`, never unanimous.
+    """
 
     class Zone(models.TextChoices):
         UNANIMOUS = "unanimous", _("Unanimous")
         SPLIT = "split", _("Split")
+        TIED = "tied", _("Tied")
+        SINGLE = "single", _("Single label")
+
+    class Provenance(models.TextChoices):
+        """How the verdict was reached; blank while the item is tied."""
+
+        UNANIMOUS = "unanimous", _("Unanimous")
+        MAJORITY = "majority", _("Majority")
+        EXTRA_EXPERT = "extra_expert", _("Extra expert")
+        ADJUDICATED = "adjudicated", _("Adjudicated")  # reserved for consultations
+        SINGLE = "single", _("Single label")
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="consensus")
     rubric_item = models.ForeignKey("rubrics.RubricItem", on_delete=models.PROTECT, related_name="consensus")
     hit_votes = models.PositiveSmallIntegerField()
     total_votes = models.PositiveSmallIntegerField()
-    majority = models.PositiveSmallIntegerField()
+    majority = models.PositiveSmallIntegerField(null=True, blank=True)  # None while tied
     zone = models.CharField(max_length=10, choices=Zone.choices)
+    provenance = models.CharField(max_length=12, choices=Provenance.choices, blank=True)
     computed_at = models.DateTimeField()
 
     class Meta:
@@ -174,7 +225,13 @@ class ItemConsensus(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["task", "rubric_item"], name="consensus_one_per_item"),
             models.CheckConstraint(condition=Q(hit_votes__lte=F("total_votes")), name="consensus_votes_range"),
-            models.CheckConstraint(condition=Q(majority__in=[0, 1]), name="consensus_majority_binary"),
+            models.CheckConstraint(condition=Q(majority__in=[0, 1]) | Q(majority__isnull=True),
+                                   name="consensus_majority_binary"),
+            models.CheckConstraint(
+                condition=Q(zone="tied", majority__isnull=True, provenance="")
+                | Q(zone__in=["unanimous", "split", "single"], majority__isnull=False),
+                name="consensus_tied_has_no_majority",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -23,6 +23,7 @@ from annotation.models.project import (
     CONTROL_WINDOW,
     LEASE_TIMEOUT_S,
     OVERLAP,
+    TIE_EXTRA_CAP,
     SettingRange,
 )
 from core.error_codes import ErrorCode
@@ -39,7 +40,7 @@ class SettingField:
 
     name: str
     label: Promise
-    kind: str  # "int", "text", "tier" or "date"
+    kind: str  # "int", "text", "tier", "date" or "bool"
     range: SettingRange | None = None
     quality: bool = False
 
@@ -50,6 +51,8 @@ FIELDS: tuple[SettingField, ...] = (
     SettingField("overlap", _("Overlap (experts per task)"), "int", OVERLAP),
     SettingField("lease_timeout_s", _("Lease timeout (seconds)"), "int", LEASE_TIMEOUT_S),
     SettingField("due_date", _("Due date"), "date"),
+    SettingField("tie_extra_experts", _("Draw an extra expert for ties"), "bool"),
+    SettingField("tie_extra_cap", _("Most extra experts per task"), "int", TIE_EXTRA_CAP),
     SettingField("calibration_threshold_pct", _("Calibration pass mark (%)"), "int", CALIBRATION_THRESHOLD_PCT,
                  quality=True),
     SettingField("calibration_size", _("Calibration tasks per attempt"), "int", CALIBRATION_SIZE, quality=True),
@@ -117,6 +120,13 @@ def _clean_one(field: SettingField, value: Any) -> tuple[Any, dict[str, Any] | N
         if len(text) > limit:
             return None, _error(field, ErrorCode.SETTING_TOO_LONG, limit=limit)
         return text, None
+    if field.kind == "bool":
+        # The settings page posts "off" from a hidden input and "on" from the ticked box after it.
+        if isinstance(value, bool):
+            return value, None
+        if isinstance(value, str) and value.strip().lower() in ("on", "true", "1", "off", "false", "0"):
+            return value.strip().lower() in ("on", "true", "1"), None
+        return None, _error(field, ErrorCode.SETTING_CHOICE)
     if field.kind == "tier":
         if isinstance(value, str) and value in Tier.values:
             return value, None

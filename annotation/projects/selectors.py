@@ -1,5 +1,5 @@
 """Reads of the project setup pages and API."""
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 
 from annotation.models import Assignment, Project, ProjectSettingChange, Task
 from annotation.selectors import rubric_version_current
@@ -7,11 +7,13 @@ from annotation.selectors import rubric_version_current
 
 def overlap_existing_tasks(project: Project, overlap: int) -> QuerySet[Task]:
     """The regular tasks of the current rubric version that raising the overlap to `overlap`
-    would give extra slots when applied to existing tasks (open, full or complete)."""
+    would give extra slots when applied to existing tasks (open, full or complete). A task's panel
+    is its overlap without the extra experts it got for ties."""
     version = rubric_version_current(project)
     if version is None:
         return Task.objects.none()
-    return Task.objects.filter(project=project, rubric_version=version, is_golden=False, overlap__lt=overlap)
+    return (Task.objects.filter(project=project, rubric_version=version, is_golden=False)
+            .alias(panel=F("overlap") - F("extra_slots")).filter(panel__lt=overlap))
 
 
 def overlap_preview(project: Project, overlap: int) -> dict[str, int]:

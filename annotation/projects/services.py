@@ -61,8 +61,11 @@ def _overlap_apply_to_existing(*, project: Project, overlap: int) -> int:
     completed task's consensus is written again when its extra experts have submitted.
     """
     ids = tasks_lock(list(overlap_existing_tasks(project, overlap).values_list("pk", flat=True)))
-    return Task.objects.filter(pk__in=ids, overlap__lt=overlap, is_golden=False).update(
-        overlap=overlap,
+    # Extra experts drawn for ties stay on top of the raised panel.
+    tasks = (Task.objects.filter(pk__in=ids, is_golden=False).alias(panel=F("overlap") - F("extra_slots"))
+             .filter(panel__lt=overlap))
+    return tasks.update(
+        overlap=overlap + F("extra_slots"),
         status=Case(When(status__in=[Task.Status.FULL, Task.Status.COMPLETE], then=Value(Task.Status.OPEN)),
                     default=F("status")),
         completed_at=None,

@@ -109,7 +109,7 @@ def golden_counts_by_dimension(expert: User, projects=None,
 
 
 def _peer_counts_by_dimension(expert: User, projects) -> dict[int, tuple[int, int]]:
-    others = (Label.objects.filter(task=OuterRef("task"), rubric_item=OuterRef("rubric_item"))
+    others = (Label.objects.counted().filter(task=OuterRef("task"), rubric_item=OuterRef("rubric_item"))
               .exclude(assignment=OuterRef("assignment")).order_by().values("task"))
     rows = (_work_labels(expert, projects).filter(task__is_golden=False)
             .annotate(peer_hits=Coalesce(Subquery(others.annotate(s=Sum("value")).values("s")[:1]), 0),

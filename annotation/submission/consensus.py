@@ -1,28 +1,91 @@
-"""Per-item consensus of a task's panel, written with its last label."""
+"""Per-item consensus of a task's panel, written with its last label.
+
+A tie (as many hit as miss votes) is no verdict: it is stored as zone `tied` with no
+majority, so nothing downstream can count it as a hit or a miss. A panel of one is
+`single`. When a complete panel leaves an item tied, the project may draw one more
+expert for the task (`tie_slot_add`); the verdict that extra vote makes possible is
+marked `extra_expert`.
+"""
+from collections import defaultdict
 from datetime import datetime
 
-from django.db.models import Count, Sum
+from annotation.models import Assignment, ItemConsensus, Label, Task
 
-from annotation.models import ItemConsensus, Label, Task
+Zone = ItemConsensus.Zone
+Provenance = ItemConsensus.Provenance
 
 
-def majority_of(hit_votes: int, total_votes: int) -> tuple[int, str]:
-    """(majority, zone): a hit needs more than half the votes (2 of 3); a tie is no majority for hit."""
+def majority_of(hit_votes: int, total_votes: int) -> tuple[int | None, str]:
+    """(majority, zone): a hit needs more than half the votes, a miss more than half the misses.
+
+    An even split has no majority (None, `tied`); one vote is `single`.
+    """
+    if 2 * hit_votes == total_votes:
+        return None, Zone.TIED
     majority = 1 if 2 * hit_votes > total_votes else 0
-    zone = ItemConsensus.Zone.UNANIMOUS if hit_votes in (0, total_votes) else ItemConsensus.Zone.SPLIT
+    if total_votes == 1:
+        return majority, Zone.SINGLE
+    zone = Zone.UNANIMOUS if hit_votes in (0, total_votes) else Zone.SPLIT
     return majority, zone
 
 
+def provenance_of(*, zone: str, base_tied: bool) -> str:
+    """How a verdict was reached; `base_tied` says the panel before the extra experts was tied."""
+    if zone == Zone.TIED:
+        return ""
+    if base_tied:
+        return Provenance.EXTRA_EXPERT
+    if zone == Zone.UNANIMOUS:
+        return Provenance.UNANIMOUS
+    return Provenance.SINGLE if zone == Zone.SINGLE else Provenance.MAJORITY
+
+
 def consensus_compute(*, task: Task, now: datetime) -> list[ItemConsensus]:
-    """Write (or rewrite) the consensus rows of a task from its labels."""
-    rows = (Label.objects.filter(task=task).values("rubric_item_id")
-            .annotate(hits=Sum("value"), total=Count("id")).order_by("rubric_item_id"))
+    """Write (or rewrite) the consensus rows of a task from its counted labels.
+
+    Labels of rejected submissions never count; an item left without a counted label
+    loses its row. The first `overlap - extra_slots` labels in submission order are the
+    base panel: an item that panel left tied and the extra experts decided is `extra_expert`.
+    """
+    rows = (Label.objects.counted().filter(task=task, assignment__status=Assignment.Status.SUBMITTED)
+            .order_by("rubric_item_id", "assignment__submitted_at", "assignment_id")
+            .values_list("rubric_item_id", "value"))
+    votes: dict[int, list[int]] = defaultdict(list)
+    for item_id, value in rows:
+        votes[item_id].append(value)
+    base_size = max(1, task.overlap - task.extra_slots)
     records = []
-    for row in rows:
-        majority, zone = majority_of(row["hits"], row["total"])
-        records.append(ItemConsensus(task=task, rubric_item_id=row["rubric_item_id"], hit_votes=row["hits"],
-                                     total_votes=row["total"], majority=majority, zone=zone, computed_at=now))
+    for item_id, values in votes.items():
+        hits, total = sum(values), len(values)
+        majority, zone = majority_of(hits, total)
+        base = values[:base_size]
+        base_tied = task.extra_slots > 0 and len(values) > base_size and 2 * sum(base) == len(base)
+        records.append(ItemConsensus(task=task, rubric_item_id=item_id, hit_votes=hits, total_votes=total,
+                                     majority=majority, zone=zone,
+                                     provenance=provenance_of(zone=zone, base_tied=base_tied), computed_at=now))
+    ItemConsensus.objects.filter(task=task).exclude(rubric_item_id__in=list(votes)).delete()
+    if not records:
+        return []
     return ItemConsensus.objects.bulk_create(
         records, update_conflicts=True, unique_fields=["task", "rubric_item"],
-        update_fields=["hit_votes", "total_votes", "majority", "zone", "computed_at"],
+        update_fields=["hit_votes", "total_votes", "majority", "zone", "provenance", "computed_at"],
     )
+
+
+def tie_slot_add(*, task: Task, records: list[ItemConsensus]) -> bool:
+    """Give a complete, locked task one more slot when an item is tied and the project's cap allows.
+
+    The slot is drawn like any other (`assignment_claim_next`), so never by an expert who
+    already held the task. Returns whether a slot was added.
+    """
+    if task.is_golden or not any(r.zone == Zone.TIED for r in records):
+        return False
+    project = task.project
+    if not project.tie_extra_experts or task.extra_slots >= project.tie_extra_cap:
+        return False
+    task.overlap += 1
+    task.extra_slots += 1
+    task.status = Task.Status.OPEN
+    task.completed_at = None
+    task.save(update_fields=["overlap", "extra_slots", "status", "completed_at"])
+    return True

@@ -8,15 +8,16 @@ from annotation.assignment.services import assignment_revive, lease_extend
 from annotation.labels import labels_clean
 from annotation.labels import notes_clean as _clean_notes
 from annotation.lock_objects import assignment_lock, task_lock
-from annotation.models import Assignment, Draft, Label, Task
+from annotation.models import Assignment, Draft, ItemConsensus, Label, Task
 from annotation.projects.rules import project_check_writable
 from annotation.quality.control import control_record
 from annotation.selectors import assignment_get_for_expert, rubric_items_for_task
-from annotation.submission.consensus import consensus_compute
+from annotation.submission.consensus import consensus_compute, tie_slot_add
 from core.after_commit import task_send_on_commit
 from core.errors import Conflict
 from experts.models import ExpertProfile, User
 
+REJECTED_TEXT = "This submission was rejected; the task went to another expert."
 LEASE_RELEASED_TEXT = ("This task was given back (released, skipped, or you left the project); your draft is "
                        "kept but cannot be submitted.")
 
@@ -36,6 +37,8 @@ def draft_save(*, expert: User, assignment_id, labels, notes=None, now: datetime
         raise Conflict("This task is already submitted.", code="already_submitted")
     if assignment.status == Assignment.Status.RELEASED:
         raise Conflict(LEASE_RELEASED_TEXT, code="lease_released")
+    if assignment.status == Assignment.Status.REJECTED:
+        raise Conflict(REJECTED_TEXT, code="submission_rejected")
     keys = [i.item_key for i in rubric_items_for_task(assignment.task)]
     clean = labels_clean(labels or {}, keys, partial=True)
     clean_notes = _clean_notes(notes, keys)
@@ -76,6 +79,8 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
             return SubmitResult(assignment=assignment, created=False, task_complete=_reported_complete(task))
         if assignment.status == Assignment.Status.RELEASED:
             raise Conflict(LEASE_RELEASED_TEXT, code="lease_released")
+        if assignment.status == Assignment.Status.REJECTED:
+            raise Conflict(REJECTED_TEXT, code="submission_rejected")
         if assignment.status == Assignment.Status.EXPIRED:
             # A late submission is accepted while the task still has room (an overdue
             # lease that was not swept yet still holds its slot).
@@ -104,8 +109,13 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
             # A control task: scored against the golden references; its consensus is never written.
             control_record(assignment=assignment, task=task, values={by_key[k].pk: v for k, v in clean.items()},
                            now=now)
-        elif complete:
-            consensus_compute(task=task, now=now)
+        elif complete or ItemConsensus.objects.filter(task=task).exists():
+            # Also a task reopened by a rejection keeps its consensus current with each label.
+            records = consensus_compute(task=task, now=now)
+            # A tied item asks for one more expert (within the project's cap); the consensus is
+            # written again when that submission lands.
+            if complete:
+                tie_slot_add(task=task, records=records)
             # New consensus changes the quality figures: ask for a (debounced) recompute.
             task_send_on_commit("annotation.agreement_report_request", project_id=task.project_id)
         # Payments listens by task name; it decides what earns (calibration does not). Control

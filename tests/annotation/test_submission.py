@@ -129,7 +129,8 @@ def test_a_draft_keeps_partial_labels_and_is_cleared_by_submission(setup):
 
 @pytest.mark.parametrize(("hits", "total", "expected"), [
     (2, 3, (1, "split")), (1, 3, (0, "split")), (3, 3, (1, "unanimous")), (0, 3, (0, "unanimous")),
-    (1, 2, (0, "split")),
+    (1, 2, (None, "tied")), (2, 4, (None, "tied")), (3, 4, (1, "split")), (1, 1, (1, "single")),
+    (0, 1, (0, "single")),
 ])
 def test_majority_rule(hits, total, expected):
     assert majority_of(hits, total) == expected

@@ -1,0 +1,64 @@
+"""Rejecting a submission: its labels stop counting and its slot goes to another expert.
+
+Payments calls this inside its own transaction (the earning's reversal), so the dataset
+and the pay change together or not at all.
+"""
+import logging
+from datetime import datetime
+
+from django.db import transaction
+
+from annotation.lock_objects import assignment_lock, task_lock
+from annotation.models import Assignment, Task
+from annotation.submission.consensus import consensus_compute
+from core.after_commit import task_send_on_commit
+from core.error_codes import ErrorCode
+from core.errors import Conflict, DomainError
+from experts.models import User
+
+logger = logging.getLogger(__name__)
+REASON_TEXT_MAX = 500
+
+
+def submission_reject_labels(*, assignment: Assignment, reason_code: str, text: str, by: User | None,
+                             now: datetime) -> bool:
+    """Mark a submitted work assignment rejected and take its labels out of the consensus.
+
+    In the caller's transaction (or its own): locks the task, then the assignment (the
+    annotation lock order), marks the assignment rejected with the reason, frees its slot
+    (the task reopens; the rejected expert can never lease it again, the one-per-expert
+    constraint holds their row), recomputes the task's consensus from the labels that
+    still count, and asks for a report recompute on commit. The labels stay stored.
+    Returns False, changing nothing, when the assignment is already rejected.
+    """
+    if reason_code not in Assignment.RejectReason.values:
+        raise DomainError(str(ErrorCode.REJECT_REASON_UNKNOWN.label), code=ErrorCode.REJECT_REASON_UNKNOWN,
+                          errors=[{"field": "reason_code", "message": str(ErrorCode.REJECT_REASON_UNKNOWN.label)}])
+    with transaction.atomic():
+        return _reject(assignment=assignment, reason_code=reason_code, text=text, by=by, now=now)
+
+
+def _reject(*, assignment: Assignment, reason_code: str, text: str, by: User | None, now: datetime) -> bool:
+    task = task_lock(assignment.task_id)
+    assignment = assignment_lock(assignment.pk)
+    if assignment.status == Assignment.Status.REJECTED:
+        return False
+    if assignment.status != Assignment.Status.SUBMITTED or assignment.kind != Assignment.Kind.WORK:
+        raise Conflict("Only submitted work can be rejected.", code="not_payable")
+    assignment.status = Assignment.Status.REJECTED
+    assignment.rejected_at = now
+    assignment.rejected_reason = reason_code
+    assignment.rejected_text = (text or "").strip()[:REASON_TEXT_MAX]
+    assignment.rejected_by = by
+    assignment.save(update_fields=["status", "rejected_at", "rejected_reason", "rejected_text", "rejected_by"])
+    task.submitted_count -= 1
+    task.live_count -= 1
+    task.status = Task.Status.OPEN
+    task.completed_at = None
+    task.save(update_fields=["submitted_count", "live_count", "status", "completed_at"])
+    if not task.is_golden:
+        consensus_compute(task=task, now=now)
+        task_send_on_commit("annotation.agreement_report_request", project_id=task.project_id)
+    logger.info("submission rejected", extra={"assignment_id": assignment.pk, "task_id": task.pk,
+                                              "reason": reason_code})
+    return True

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from datetime import date, datetime, time
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from annotation.models import Assignment, ItemConsensus, JudgeLabel, JudgeTaskResult, Label, Project, Response, Task

@@ -1,4 +1,5 @@
-"""Encoders of the consensus dataset: JSONL, CSV, Parquet, HeartBench questions and a Hugging Face layout.
+"""Encoders of the consensus dataset: JSONL, CSV, Parquet, HeartBench questions, a Hugging Face layout,
+and the audit JSONL of rejected submissions' labels.
 
 Each encoder is a generator of bytes, so a download streams and a worker writes a file
 chunk by chunk; none holds more than one Parquet row group (PARQUET_ROW_GROUP rows).
@@ -22,7 +23,7 @@ import yaml
 from django.conf import settings
 
 from annotation.exchange.export import COLUMNS, ExportFilters, consensus_rows, export_tasks
-from annotation.models import AgreementReport, Project, Question
+from annotation.models import AgreementReport, Assignment, Label, Project, Question
 from core.errors import DomainError
 from rubrics.models import RubricItem
 
@@ -37,6 +38,7 @@ FORMATS = {
     "parquet": ("application/vnd.apache.parquet", "parquet"),
     "heartbench": ("application/x-ndjson; charset=utf-8", "heartbench.jsonl"),
     "hf": ("application/zip", "hf.zip"),
+    "audit": ("application/x-ndjson; charset=utf-8", "audit.jsonl"),
 }
 ROW_FORMATS = ("jsonl", "csv", "parquet")
 
@@ -88,6 +90,8 @@ def dataset_export(*, project: Project, filters: ExportFilters, fmt: str, snapsh
     export_format_check(fmt=fmt)
     if fmt == "heartbench":
         return _counted(_jsonl_chunks(heartbench_rows(project=project, filters=filters)), counter)
+    if fmt == "audit":
+        return _counted(_jsonl_chunks(audit_rows(project=project, filters=filters)), counter)
     if fmt == "hf":
         return _hf_chunks(project=project, filters=filters, snapshot_id=snapshot_id, counter=counter,
                           progress=progress)
@@ -127,6 +131,34 @@ def _jsonl_chunks(rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:
             buffer = io.StringIO()
     if buffer.tell():
         yield buffer.getvalue().encode()
+
+
+def audit_rows(*, project: Project, filters: ExportFilters) -> Iterator[dict[str, Any]]:
+    """The labels of rejected submissions, one row each, with who rejected them, when and why.
+
+    They are kept out of every consensus, report and dataset row (`Label.objects.counted()`);
+    this audit export is the one place they appear. The rubric version, model and dimension
+    filters apply; zone and completion describe consensus, which these labels are not part of.
+    """
+    labels = (Label.objects.filter(task__project=project, assignment__status=Assignment.Status.REJECTED)
+              .order_by("task_id", "rubric_item__position", "pk"))
+    if filters.rubric_version is not None:
+        labels = labels.filter(task__rubric_version__number=filters.rubric_version)
+    if filters.model:
+        labels = labels.filter(task__response__model_name=filters.model)
+    if filters.dimension:
+        labels = labels.filter(rubric_item__dimension__code=filters.dimension)
+    fields = ("task_id", "task__response__question__external_id", "task__response__model_name",
+              "task__rubric_version__number", "rubric_item__item_key", "assignment__expert__expert_profile__pseudonym",
+              "assignment_id", "value", "note", "assignment__submitted_at", "assignment__rejected_at",
+              "assignment__rejected_reason", "assignment__rejected_text", "assignment__rejected_by__username")
+    for (task_id, question_id, model, version, item_key, pseudonym, assignment_id, value, note, submitted_at,
+         rejected_at, reason, text, rejected_by) in labels.values_list(*fields).iterator(chunk_size=5000):
+        yield {"task_id": task_id, "question_id": question_id, "model": model, "rubric_version": version,
+               "rubric_item_id": item_key, "expert": pseudonym or f"assignment-{assignment_id}", "label": value,
+               "note": note, "submitted_at": submitted_at.isoformat() if submitted_at else None,
+               "rejected_at": rejected_at.isoformat() if rejected_at else None, "rejected_reason": reason,
+               "rejected_text": text, "rejected_by": rejected_by}
 
 
 def csv_cell(value: Any) -> Any:

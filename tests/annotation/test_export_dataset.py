@@ -128,7 +128,7 @@ def test_the_judge_label_is_filled_for_every_judged_row(project):
 
 def test_a_stored_zone_passes_through_and_a_tie_has_no_majority_nor_derived_provenance(project):
     task = tasks_of(project)[1]
-    ItemConsensus.objects.filter(task=task, rubric_item__position=2).update(zone="tied")
+    ItemConsensus.objects.filter(task=task, rubric_item__position=2).update(zone="tied", majority=None, provenance="")
 
     row = next(r for r in rows_of(project) if r["task_id"] == task.pk and r["position"] == 2)
 

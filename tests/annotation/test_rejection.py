@@ -1,4 +1,5 @@
 """Rejecting a submission takes its labels out of the dataset and gives the slot to another expert."""
+import json
 import threading
 from datetime import timedelta
 
@@ -9,6 +10,8 @@ from django.utils import timezone
 from annotation.agreement.report import material_load
 from annotation.agreement.selectors import quality_units_page
 from annotation.assignment.services import assignment_claim_next
+from annotation.exchange.export import ExportFilters
+from annotation.exchange.export_formats import dataset_export
 from annotation.models import Assignment, ItemConsensus, Label, Task
 from annotation.selectors import rubric_items_for_task
 from annotation.submission import rejection
@@ -226,3 +229,34 @@ def test_a_rejection_racing_a_new_submission_keeps_the_counters_exact():
         last = _submit(experts[3], project, 1)
         task.refresh_from_db()
         assert (last.slot, task.status, task.submitted_count) == (first.slot, "complete", 3)
+
+
+@pytest.mark.django_db
+def test_rejected_labels_appear_only_in_the_audit_export(sent):
+    pm = PMFactory()
+    honest = [make_expert() for _ in range(2)]
+    spammer = make_expert()
+    project = make_paid_project(experts=[*honest, spammer, pm], n_questions=1)
+    _submit(honest[0], project, 1)
+    spam = _submit(spammer, project, 0)
+    _submit(honest[1], project, 1)
+    submission_reject(actor=pm, assignment_id=spam.pk, reason="copied the same marks everywhere",
+                      reason_code="copy_paste", now=T0)
+    pseudonym = spammer.expert_profile.pseudonym
+
+    def export(fmt):
+        chunks = dataset_export(project=project, filters=ExportFilters(completion="all"), fmt=fmt, snapshot_id="s")
+        return [json.loads(line) for line in b"".join(chunks).decode().splitlines()]
+
+    dataset = export("jsonl")
+    audit = export("audit")
+
+    assert dataset and all(label["expert"] != pseudonym for row in dataset for label in row["labels"])
+    assert len(audit) == 2 and {row["expert"] for row in audit} == {pseudonym}
+    assert {(row["label"], row["rejected_reason"], row["rejected_text"], row["rejected_by"]) for row in audit} == {
+        (0, "copy_paste", "copied the same marks everywhere", pm.username)}
+    assert all(row["rejected_at"] and row["submitted_at"] for row in audit)
+    # Filters apply to the audit too: another model's rows leave it empty.
+    other = dataset_export(project=project, filters=ExportFilters(model="no-such-model", completion="all"),
+                           fmt="audit", snapshot_id="s")
+    assert b"".join(other) == b""

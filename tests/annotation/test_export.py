@@ -252,7 +252,8 @@ def test_an_unknown_format_is_400(api, pm, project):
 
     assert response.status_code == 400
     assert response.json()["errors"] == [
-        {"line": None, "field": "format", "message": 'expected one of jsonl, csv, parquet, heartbench, hf, audit, got "xlsx"'}]
+        {"line": None, "field": "format",
+         "message": 'expected one of jsonl, csv, parquet, heartbench, hf, audit, got "xlsx"'}]
 
 
 def test_another_pms_project_is_404(api, project):

@@ -79,21 +79,22 @@ def test_calibration_gate_feedback_retry_work_and_recalibration(live_server, bro
     pm_context = browser.new_context(viewport={"width": 1440, "height": 900}, locale="zh-CN")
     pm_page = pm_context.new_page()
     sign_in(pm_page, base, pm.username)
-    pm_page.goto(f"{base}/projects/{project.pk}/rubric/?question=q13")
+    pm_page.goto(f"{base}/projects/{project.pk}/rubric/?question=q0")
     pm_page.locator("#start-draft").click()
     pm_page.wait_for_url(re.compile(r"/rubric/"))
     pm_page.locator("li.edit-item textarea[name='content']").first.fill("AI 点出用户情绪背后的具体原因")
     pm_page.locator("li.edit-item button[type='submit']").first.click()
     pm_page.wait_for_load_state()
-    expect(pm_page.locator("#diff")).to_contain_text("q13:1")
-    pm_page.fill("#publish-reason", "澄清 q13 第 1 条的判定标准")
+    expect(pm_page.locator("#diff")).to_contain_text("q0:1")
+    pm_page.fill("#publish-reason", "澄清金标题 q0 第 1 条的判定标准")
     shoot(pm_page, artifacts / "rubric-draft-diff.png")
     pm_page.locator("#publish-btn").click()
     pm_page.wait_for_load_state()
     expect(pm_page.locator("#start-draft")).to_be_visible()
     pm_context.close()
 
-    # The expert finishes the task leased under the old version, then is sent back to calibration.
+    # The edit is on a golden question, which calibration rests on: the expert finishes the task
+    # leased under the old version, then is sent back to calibration.
     for toggle in page.locator(".toggle-hit").all():
         toggle.click()
     page.locator("#submit-btn").click()

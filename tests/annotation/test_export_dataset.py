@@ -29,7 +29,7 @@ pytestmark = pytest.mark.django_db
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 # Votes of the three experts on items 1..3: unanimous hit, split hit, split miss.
 VOTES = {1: (1, 1, 1), 2: (1, 0, 1), 3: (0, 0, 1)}
-NOTES = {1: "=HYPERLINK(\"http://x\")", 2: "回复温暖，但没有追问。"}  # expert slot -> note on every item
+NOTES = {1: "=HYPERLINK(\"https://example.com\")", 2: "回复温暖，但没有追问。"}  # expert slot -> note on every item
 
 
 def plant(tasks: list[Task], experts: list, *, submitted_at: datetime = NOW) -> None:

@@ -124,22 +124,50 @@ def measure(project_id: int, fmt: str) -> dict:
             "peak_py_mb": round(peak / 2**20, 1)}
 
 
+def _built_projects(small: int, large: int) -> tuple[int, int] | None:
+    """The ids of the two projects an earlier run built for these sizes, or None."""
+    import psycopg
+
+    try:
+        with psycopg.connect(f"{shared.PG}/{shared.DB_NAME}") as conn:
+            rows = dict(conn.execute("SELECT name, id FROM annotation_project WHERE name IN (%s, %s)",
+                                     (f"bench s{small}", f"bench l{large}")).fetchall())
+    except psycopg.Error:
+        return None
+    if len(rows) != 2:
+        return None
+    return rows[f"bench s{small}"], rows[f"bench l{large}"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--small", type=int, default=20_000)
     parser.add_argument("--large", type=int, default=100_000)
+    parser.add_argument("--formats", default=",".join(FORMATS), help="comma-separated subset of " + ",".join(FORMATS))
+    parser.add_argument("--reuse", action="store_true",
+                        help="measure the projects an earlier run built (same sizes) instead of rebuilding")
     args = parser.parse_args()
-    shared.recreate_database()
+    formats = [f for f in args.formats.split(",") if f]
+    if not set(formats) <= set(FORMATS):
+        parser.error(f"--formats: expected names from {','.join(FORMATS)}")
+    built = None
+    if args.reuse:
+        built = _built_projects(args.small, args.large)
+    if built is None:
+        shared.recreate_database()
     shared.setup_django()
     from django.core.management import call_command
 
-    call_command("migrate", verbosity=0)
-    from tests.factories import ExpertFactory
-
-    experts = [ExpertFactory() for _ in range(3)]
     t0 = time.perf_counter()
-    small = build(items_wanted=args.small, tag="s", experts=experts)
-    large = build(items_wanted=args.large, tag="l", experts=experts)
+    if built is None:
+        call_command("migrate", verbosity=0)
+        from tests.factories import ExpertFactory
+
+        experts = [ExpertFactory() for _ in range(3)]
+        small = build(items_wanted=args.small, tag=f"s{args.small}", experts=experts)
+        large = build(items_wanted=args.large, tag=f"l{args.large}", experts=experts)
+    else:
+        small, large = built
     build_s = time.perf_counter() - t0
     from django.db import connection
 
@@ -147,8 +175,8 @@ def main() -> None:
         # Autovacuum would analyze freshly bulk-loaded tables in time; without statistics the
         # planner takes them for empty and picks nested seq scans (10x slower label reads).
         cursor.execute("ANALYZE")
-    result = {"bench": "exports", "build_s": round(build_s, 1)}
-    for fmt in FORMATS:
+    result = {"bench": "exports", "build_s": round(build_s, 1), "reused": built is not None}
+    for fmt in formats:
         result[fmt] = {"20k": measure(small, fmt), "100k": measure(large, fmt)}
     print(json.dumps(result, ensure_ascii=False))
 

@@ -77,7 +77,7 @@ def export_format_check(*, fmt: str) -> tuple[str, str]:
 def consensus_export(*, rows: Iterable[dict[str, Any]], fmt: str) -> Iterator[bytes]:
     """Encode rows as `fmt` (jsonl, csv or parquet), yielding bytes as they are ready."""
     export_format_check(fmt=fmt)
-    encoders = {"jsonl": _jsonl_chunks, "csv": _csv_chunks, "parquet": _parquet_chunks}
+    encoders = {"jsonl": _consensus_jsonl_chunks, "csv": _csv_chunks, "parquet": _parquet_chunks}
     if fmt not in encoders:
         raise DomainError(f"{fmt} is not a row format; use dataset_export.")
     return encoders[fmt](rows)
@@ -119,6 +119,35 @@ def _counted(chunks: Iterator[bytes], counter: Callable[[int], None] | None,
         yield chunk
     if counter is not None:
         counter(rows.count if rows is not None else lines)
+
+
+# The leading columns that are the same on every row of a task: encoded once per task.
+TASK_COLUMNS = ("task_id", "question_id", "dialogue", "final_user_turn", "response_text", "model")
+
+
+def _consensus_jsonl_chunks(rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:
+    """JSONL of consensus rows, each task's leading columns (the dialogue above all) encoded once.
+
+    A line is the task's cached `{"task_id": …, …, "model": …` joined to the rest of the
+    row's object, so every line is the same JSON, in the same key order, that encoding
+    the whole row would give; the dialogue was most of the bytes and most of the time.
+    """
+    buffer = io.StringIO()
+    task_id, head = None, ""
+    for row in rows:
+        if row["task_id"] != task_id or not head:
+            task_id = row["task_id"]
+            head = json.dumps({key: row[key] for key in TASK_COLUMNS if key in row}, ensure_ascii=False)[:-1]
+        rest = json.dumps({key: value for key, value in row.items() if key not in TASK_COLUMNS}, ensure_ascii=False)
+        buffer.write(head)
+        buffer.write(", ")
+        buffer.write(rest[1:])
+        buffer.write("\n")
+        if buffer.tell() >= TEXT_FLUSH_BYTES:
+            yield buffer.getvalue().encode()
+            buffer = io.StringIO()
+    if buffer.tell():
+        yield buffer.getvalue().encode()
 
 
 def _jsonl_chunks(rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:

@@ -1,10 +1,17 @@
 """Export records and export jobs: every export leaves one, a large one is built by a worker.
 
 A streamed download writes its record (delivery `stream`) before the first byte and its
-row count after the last. A job (delivery `file`) is built by the Celery task
+row count after the last; a download the client abandons is marked failed when the
+server closes it. A job (delivery `file`) is built by the Celery task
 `annotation.export_build` into RUBRICA_EXPORT_DIR, reporting progress per chunk of
 tasks; only its owner can download it, while they still manage the project, and only
-until `expires_at` (RUBRICA_EXPORT_TTL_HOURS after it was asked for).
+until `expires_at` (RUBRICA_EXPORT_TTL_HOURS after it was asked for). Either way the
+rows come from one consistent read (`snapshot.consistent_read`), whose database
+snapshot is recorded as `db_snapshot`.
+
+`exports_sweep` (beat, `annotation.exports_sweep`) deletes the files of expired jobs and
+leftover partial files, and marks failed the exports that stopped without saying so (a
+worker killed mid-build, a download whose server process went away).
 """
 import logging
 import os
@@ -18,6 +25,12 @@ from django.utils import timezone
 
 from annotation.exchange.export import ExportFilters, export_tasks
 from annotation.exchange.export_formats import FORMATS, dataset_export, export_format_check
+from annotation.exchange.snapshot import (
+    consistent_read,
+    export_progress_clear,
+    export_progress_get,
+    export_progress_set,
+)
 from annotation.models import ExportJob, Project
 from annotation.selectors import project_get_for_user
 from core.after_commit import task_send_on_commit
@@ -50,26 +63,50 @@ def export_job_create(*, project: Project, owner: User, fmt: str, filters: Expor
     return job
 
 
+ABANDONED = "The download stopped before its last byte: the client went away or the export failed."
+INTERRUPTED = "Interrupted: the export stopped before finishing (its worker or server process went away)."
+# A job running longer than the build task's hard time limit (1,900 s) has lost its worker.
+RUNNING_STALE = timedelta(hours=1)
+# A streamed download left "running" this long lost its server process.
+STREAM_STALE = timedelta(hours=6)
+
+
 def export_stream_start(*, project: Project, owner: User, fmt: str, filters: ExportFilters,
                         now: datetime) -> tuple[ExportJob, Iterator[bytes]]:
-    """Record a streamed export and return it with its bytes; the row count is stored after the last byte."""
+    """Record a streamed export and return it with its bytes; the outcome is stored when the bytes end.
+
+    The bytes come from one consistent read. When the server closes the stream early (the
+    client went away, an error), the record says so instead of staying "running".
+    """
     export_format_check(fmt=fmt)
     job = ExportJob.objects.create(
         project=project, owner=owner, fmt=fmt, filters=filters.as_json(), delivery=ExportJob.Delivery.STREAM,
-        status=ExportJob.Status.RUNNING, created_at=now, expires_at=now)
+        status=ExportJob.Status.RUNNING, created_at=now, started_at=now, expires_at=now)
 
-    def finished(count: int) -> None:
-        ExportJob.objects.filter(pk=job.pk).update(status=ExportJob.Status.DONE, row_count=count,
-                                                   finished_at=timezone.now())
+    def chunks() -> Iterator[bytes]:
+        counted: list[int] = []
+        snapshot, finished = "", False
+        try:
+            with consistent_read() as snapshot:
+                yield from dataset_export(project=project, filters=filters, fmt=fmt, snapshot_id=str(job.snapshot_id),
+                                          counter=counted.append)
+            finished = True
+        finally:
+            # Written after the read-only transaction has ended, in autocommit.
+            outcome = ({"status": ExportJob.Status.DONE, "row_count": counted[0] if counted else 0} if finished
+                       else {"status": ExportJob.Status.FAILED, "error": ABANDONED})
+            ExportJob.objects.filter(pk=job.pk, status=ExportJob.Status.RUNNING).update(
+                db_snapshot=snapshot, finished_at=timezone.now(), **outcome)
+            if not finished:
+                logger.warning("export stream abandoned", extra={"job_id": job.pk, "format": fmt})
 
-    return job, dataset_export(project=project, filters=filters, fmt=fmt, snapshot_id=str(job.snapshot_id),
-                               counter=finished)
+    return job, chunks()
 
 
 def export_job_build(*, job_id: int) -> ExportJob | None:
     """Build a pending export job's file; a job already taken up or gone is left alone (idempotent)."""
     claimed = ExportJob.objects.filter(pk=job_id, status=ExportJob.Status.PENDING).update(
-        status=ExportJob.Status.RUNNING)
+        status=ExportJob.Status.RUNNING, started_at=timezone.now())
     job = ExportJob.objects.select_related("project").filter(pk=job_id).first()
     if job is None or not claimed:
         return job
@@ -80,11 +117,12 @@ def export_job_build(*, job_id: int) -> ExportJob | None:
     total = job.progress_total
 
     def progress(done: int) -> None:
-        ExportJob.objects.filter(pk=job.pk).update(progress_done=min(done, total))
+        export_progress_set(job.pk, min(done, total))
 
     counted: list[int] = []
+    snapshot = ""
     try:
-        with partial.open("wb") as sink:
+        with partial.open("wb") as sink, consistent_read() as snapshot:
             for chunk in dataset_export(project=job.project, filters=_filters_from_json(job.filters), fmt=job.fmt,
                                         snapshot_id=str(job.snapshot_id), counter=counted.append,
                                         progress=progress):
@@ -93,15 +131,52 @@ def export_job_build(*, job_id: int) -> ExportJob | None:
     except Exception as exc:
         partial.unlink(missing_ok=True)
         ExportJob.objects.filter(pk=job.pk).update(status=ExportJob.Status.FAILED, error=str(exc)[:2000],
-                                                   finished_at=timezone.now())
+                                                   db_snapshot=snapshot, finished_at=timezone.now())
+        export_progress_clear(job.pk)
         logger.exception("export job failed", extra={"job_id": job.pk})
         raise
     ExportJob.objects.filter(pk=job.pk).update(status=ExportJob.Status.DONE, progress_done=total,
                                                row_count=counted[0] if counted else 0, file_path=str(target),
-                                               finished_at=timezone.now())
+                                               db_snapshot=snapshot, finished_at=timezone.now())
+    export_progress_clear(job.pk)
     logger.info("export job built", extra={"job_id": job.pk, "rows": counted[0] if counted else 0})
     job.refresh_from_db()
     return job
+
+
+def exports_sweep(*, now: datetime) -> dict[str, int]:
+    """Housekeeping of exports; returns what it did, by kind. Safe to run at any time, and twice.
+
+    - the file of every expired job is deleted (the record stays, its page says "expired");
+    - `.part` files no running job is writing are deleted;
+    - a file job running past RUNNING_STALE and a streamed download running past
+      STREAM_STALE are marked failed with INTERRUPTED.
+    """
+    done = {"files_deleted": 0, "partials_deleted": 0, "interrupted": 0}
+    for pk, path in (ExportJob.objects.filter(expires_at__lte=now).exclude(file_path="")
+                     .values_list("pk", "file_path")):
+        Path(path).unlink(missing_ok=True)
+        done["files_deleted"] += ExportJob.objects.filter(pk=pk).update(file_path="")
+    stale = (ExportJob.objects.filter(status=ExportJob.Status.RUNNING, delivery=ExportJob.Delivery.FILE,
+                                      started_at__lte=now - RUNNING_STALE)
+             | ExportJob.objects.filter(status=ExportJob.Status.RUNNING, delivery=ExportJob.Delivery.STREAM,
+                                        started_at__lte=now - STREAM_STALE))
+    for pk in list(stale.values_list("pk", flat=True)):
+        done["interrupted"] += ExportJob.objects.filter(pk=pk, status=ExportJob.Status.RUNNING).update(
+            status=ExportJob.Status.FAILED, error=INTERRUPTED, finished_at=now)
+        export_progress_clear(pk)
+    directory = Path(settings.RUBRICA_EXPORT_DIR)
+    if directory.is_dir():
+        writing = {str(s) for s in ExportJob.objects.filter(status=ExportJob.Status.RUNNING,
+                                                            delivery=ExportJob.Delivery.FILE)
+                   .values_list("snapshot_id", flat=True)}
+        for partial in directory.glob("*.part"):
+            if partial.name.split(".", 1)[0] not in writing:
+                partial.unlink(missing_ok=True)
+                done["partials_deleted"] += 1
+    if any(done.values()):
+        logger.info("exports swept", extra=done)
+    return done
 
 
 def export_job_get_for_user(user: User, job_id) -> ExportJob:
@@ -111,6 +186,9 @@ def export_job_get_for_user(user: User, job_id) -> ExportJob:
     except (ExportJob.DoesNotExist, TypeError, ValueError):
         raise NotFound("No such export.") from None
     project_get_for_user(user, job.project_id, manage=True)
+    if job.status == ExportJob.Status.RUNNING:
+        # The worker's progress lives in the cache while its read-only snapshot is open.
+        job.progress_done = min(export_progress_get(job.pk, job.progress_done), job.progress_total)
     return job
 
 
@@ -122,7 +200,7 @@ def export_job_list_for_user(project: Project, user: User, *, limit: int = 10) -
 
 def export_job_file(*, job: ExportJob, now: datetime) -> Path:
     """The file of a finished, unexpired job; a clear error otherwise."""
-    if job.expires_at <= now:
+    if job.expires_at <= now or (job.status == ExportJob.Status.DONE and not job.file_path):
         raise DomainError("This export has expired.", code=ErrorCode.EXPORT_EXPIRED, status=410,
                           params={"expired": timezone.localtime(job.expires_at).strftime("%Y-%m-%d %H:%M")})
     if job.status != ExportJob.Status.DONE or not job.file_path:

@@ -12,7 +12,8 @@ class ExportJob(models.Model):
 
     Every export writes one: a streamed download (`delivery=stream`, no file) as well as a
     file a worker builds (`delivery=file`). `snapshot_id` names the export in the file
-    itself (dataset card, response header), so a dataset found later can be traced back here.
+    itself (dataset card, response header), so a dataset found later can be traced back here;
+    `db_snapshot` is the database state its rows were read from (one consistent read).
     """
 
     class Status(models.TextChoices):
@@ -35,9 +36,12 @@ class ExportJob(models.Model):
     progress_total = models.PositiveIntegerField(default=0)
     row_count = models.PositiveIntegerField(null=True, blank=True)
     snapshot_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    # The database snapshot the rows were read in (PostgreSQL `pg_current_snapshot()`), once read.
+    db_snapshot = models.CharField(max_length=200, blank=True)
     file_path = models.CharField(max_length=500, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField()
 

@@ -31,7 +31,9 @@ class JudgeRunProgressApi(APIView):
         done = serializers.IntegerField()
         failed = serializers.IntegerField()
         pending = serializers.IntegerField()
-        total = serializers.IntegerField()
+        superseded = serializers.IntegerField(help_text="tasks whose question changed in a later rubric version the "
+                                                        "run was carried to; not in the total")
+        total = serializers.IntegerField(help_text="done + failed + pending")
         started_at = serializers.DateTimeField(allow_null=True)
         finished_at = serializers.DateTimeField(allow_null=True)
 

@@ -212,12 +212,16 @@ def _walker_queue_on_commit(run_id: int) -> None:
 
 
 def judge_run_progress(run: JudgeRun) -> dict[str, int | str]:
-    """Counts of done, failed and pending results, their total, and the run's current status."""
+    """Counts of done, failed and pending results, their total, and the run's current status.
+
+    Results superseded by a rubric change are counted apart and left out of the total.
+    """
     counts = JudgeTaskResult.objects.filter(run_id=run.pk).aggregate(
         done=Count("pk", filter=Q(status=JudgeTaskResult.Status.DONE)),
         failed=Count("pk", filter=Q(status=JudgeTaskResult.Status.FAILED)),
         pending=Count("pk", filter=Q(status=JudgeTaskResult.Status.PENDING)),
-        total=Count("pk"),
+        superseded=Count("pk", filter=Q(status=JudgeTaskResult.Status.SUPERSEDED)),
+        total=Count("pk", filter=~Q(status=JudgeTaskResult.Status.SUPERSEDED)),
     )
     status = JudgeRun.objects.filter(pk=run.pk).values_list("status", flat=True).first() or run.status
     return {**counts, "status": status}

@@ -57,6 +57,9 @@ class JudgeTaskResult(models.Model):
         PENDING = "pending", _("Pending")
         DONE = "done", _("Done")
         FAILED = "failed", _("Failed")
+        # The task's question changed in a later rubric version the run was carried to:
+        # what the judge said (or would say) was about wording that no longer holds.
+        SUPERSEDED = "superseded", _("Superseded by a rubric change")
 
     run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="results")
     task = models.ForeignKey("annotation.Task", on_delete=models.CASCADE, related_name="judge_results")

@@ -92,7 +92,11 @@ def _history_rows(project: Project) -> list[dict[str, Any]]:
     tiers = dict(Tier.choices)
     states = dict(ProjectState.choices)
 
+    booleans = {f.name for f in FIELDS if f.kind == "bool"}
+
     def shown(name: str, value: str) -> str:
+        if name in booleans and value in ("True", "False"):
+            return str(_("on") if value == "True" else _("off"))
         if name == "hard_min_tier":
             return str(tiers.get(value, value))
         if name == "state":

@@ -9,6 +9,13 @@ tasks" (dashboard, agreement reports, export) sees the carried work without a ch
 carry no database trigger (only rubric versions and items do), and the items they point to
 after the move are published rows that never change.
 
+The judge's work follows the same rule (`judge_runs_carry_over`): every judge run of the
+previous version moves to the new one, its labels on carried tasks re-pointed like the
+experts'. Its results on every other task (a question whose items changed) become
+`superseded`, done or pending: the judge answered, or would answer, on wording that no
+longer holds, so a run never mixes versions and never asks about an item of the old
+wording again; only the new tasks of changed questions need a new run.
+
 Golden tasks are not re-pointed: calibration attempts keep pointing at them and at the old
 items they were answered on. The golden set is carried by `golden_carry_forward` (a new golden
 task per response, references copied for unchanged questions).
@@ -27,7 +34,7 @@ from django.db.models import OuterRef, Subquery
 from django.urls import reverse
 
 from annotation.assignment.services import lease_end
-from annotation.models import Assignment, ItemConsensus, Label, Project, Task
+from annotation.models import Assignment, ItemConsensus, JudgeLabel, JudgeRun, JudgeTaskResult, Label, Project, Task
 from experts.models import User
 from experts.notifications import notification_send
 from rubrics.models import RubricItem, RubricVersion
@@ -85,3 +92,25 @@ def work_carry_over(*, project: Project, previous: RubricVersion, version: Rubri
                                                    "superseded": result.superseded_tasks,
                                                    "leases_ended": result.leases_ended})
     return result
+
+
+def judge_runs_carry_over(*, project: Project, previous: RubricVersion, version: RubricVersion,
+                          unchanged_questions: set[str]) -> dict[str, int]:
+    """Move `previous`'s judge runs to `version` (see the module docstring); after `work_carry_over`
+    and `tasks_ensure_for_version`, in the publish transaction. Returns counts for the log."""
+    runs = list(JudgeRun.objects.filter(project=project, rubric_version=previous).values_list("pk", flat=True))
+    if not runs:
+        return {"runs": 0, "labels": 0, "superseded": 0}
+    # An untouched task of a changed question moves to the new version too, but not its wording:
+    # only the unchanged questions' tasks carry the judge's answers.
+    carried = Task.objects.filter(project=project, rubric_version=version, is_golden=False,
+                                  response__question__external_id__in=unchanged_questions)
+    labels = (JudgeLabel.objects.filter(run_id__in=runs, task__in=carried, rubric_item__version=previous)
+              .update(rubric_item_id=_item_of_same_key(version)))
+    superseded = (JudgeTaskResult.objects.filter(run_id__in=runs).exclude(task__in=carried)
+                  .exclude(status=JudgeTaskResult.Status.SUPERSEDED)
+                  .update(status=JudgeTaskResult.Status.SUPERSEDED, claimed_until=None))
+    JudgeRun.objects.filter(pk__in=runs).update(rubric_version=version)
+    counts = {"runs": len(runs), "labels": labels, "superseded": superseded}
+    logger.info("judge runs carried over", extra={"project_id": project.pk, "version_id": version.pk, **counts})
+    return counts

@@ -15,7 +15,7 @@ from annotation.calibration.selectors import project_has_golden_set
 from annotation.calibration.services import calibrations_mark_stale
 from annotation.lock_objects import rubric_version_lock
 from annotation.models import Project, Response, Task
-from annotation.rubric_editing.carryover import work_carry_over
+from annotation.rubric_editing.carryover import judge_runs_carry_over, work_carry_over
 from annotation.rubric_editing.diff import rubric_version_diff
 from annotation.selectors import project_experts
 from core.error_codes import ErrorCode
@@ -97,6 +97,8 @@ def rubric_version_publish(*, project: Project, version: RubricVersion, reason: 
                         changed_questions=changed, now=now)
     tasks_ensure_for_version(project=project, version=version)
     if diff is not None and previous is not None:
+        judge_runs_carry_over(project=project, previous=previous, version=version,
+                              unchanged_questions=unchanged)
         golden_carry_forward(project=project, previous=previous, version=version, unchanged_questions=unchanged,
                              now=now)
         if diff.changes_standard and diff.standard_questions & golden_questions:

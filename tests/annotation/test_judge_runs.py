@@ -88,7 +88,7 @@ def progress(run: JudgeRun) -> dict:
 def test_every_non_golden_task_gets_labels(project, llm, django_capture_on_commit_callbacks) -> None:
     run = start_and_run(project, llm, django_capture_on_commit_callbacks)
 
-    assert progress(run) == {"done": 5, "failed": 0, "pending": 0, "total": 5, "status": "done"}
+    assert progress(run) == {"done": 5, "failed": 0, "pending": 0, "total": 5, "superseded": 0, "status": "done"}
     assert (run.source, run.prompt_version, run.rubric_version.number) == ("live", "heartbench-judge-v1", 1)
     assert run.started_at is not None and run.finished_at is not None
     assert len(llm.requests) == 5
@@ -136,7 +136,7 @@ def test_429_500_garbage_and_slow_are_retried_then_done_or_recorded(
     run = start_and_run(project, llm, django_capture_on_commit_callbacks)
 
     counts = progress(run)
-    assert counts == {"done": 3, "failed": 2, "pending": 0, "total": 5, "status": "failed"}
+    assert counts == {"done": 3, "failed": 2, "pending": 0, "total": 5, "superseded": 0, "status": "failed"}
     assert counts["done"] + counts["failed"] == counts["total"]
     assert llm.served == ["429", "ok", "500", "500", "500", "garbage", "garbage", "slow", "ok", "ok"]
     results = list(JudgeTaskResult.objects.filter(run=run).order_by("pk"))
@@ -150,7 +150,7 @@ def test_429_500_garbage_and_slow_are_retried_then_done_or_recorded(
     with django_capture_on_commit_callbacks(execute=True):
         judge_run_resume(run=run, now=timezone.now())
 
-    assert progress(run) == {"done": 5, "failed": 0, "pending": 0, "total": 5, "status": "done"}
+    assert progress(run) == {"done": 5, "failed": 0, "pending": 0, "total": 5, "superseded": 0, "status": "done"}
     assert len(llm.requests) == 12  # only the two failed tasks were asked again
     assert [r.attempts for r in JudgeTaskResult.objects.filter(run=run).order_by("pk")] == [1, 2, 2, 1, 1]
 
@@ -205,12 +205,13 @@ def test_cancel_mid_way_then_resume_asks_only_unfinished_tasks(pm) -> None:
 
     with FakeLLMServer(answer_fn=answer_then_cancel) as llm:
         run = start(project, llm)  # committed at once: the eager walker runs inside this call
-        assert progress(run) == {"done": 3, "failed": 0, "pending": 5, "total": 8, "status": "cancelled"}
+        assert progress(run) == {"done": 3, "failed": 0, "pending": 5, "total": 8, "superseded": 0,
+                                 "status": "cancelled"}
         assert len(llm.requests) == 3
 
         judge_run_resume(run=run, now=timezone.now())
 
-        assert progress(run) == {"done": 8, "failed": 0, "pending": 0, "total": 8, "status": "done"}
+        assert progress(run) == {"done": 8, "failed": 0, "pending": 0, "total": 8, "superseded": 0, "status": "done"}
         assert len(llm.requests) == 8
     assert JudgeLabel.objects.filter(run=run).count() == 8 * 3
     assert set(JudgeTaskResult.objects.filter(run=run).values_list("attempts", flat=True)) == {1}
@@ -239,7 +240,7 @@ def test_cancelling_twice_is_harmless_and_a_cancelled_run_asks_nothing(project, 
 
     assert step.state == "stopped"
     assert llm.requests == []
-    assert progress(run) == {"done": 0, "failed": 0, "pending": 5, "total": 5, "status": "cancelled"}
+    assert progress(run) == {"done": 0, "failed": 0, "pending": 5, "total": 5, "superseded": 0, "status": "cancelled"}
 
 
 @pytest.mark.django_db
@@ -256,7 +257,7 @@ def test_a_done_or_claimed_task_is_never_asked_again(project, llm, django_captur
 
     assert step.state == "wait" and step.wait_s > 200  # another worker holds task 2
     assert len(llm.requests) == 4  # task 1 once, tasks 3-5 by the walker; never task 2
-    assert progress(run) == {"done": 4, "failed": 0, "pending": 1, "total": 5, "status": "running"}
+    assert progress(run) == {"done": 4, "failed": 0, "pending": 1, "total": 5, "superseded": 0, "status": "running"}
 
 
 @pytest.mark.django_db
@@ -332,7 +333,7 @@ def test_an_unset_environment_variable_fails_every_task_with_a_clear_error(
     run = start_and_run(project, llm, django_capture_on_commit_callbacks, api_key=None,
                         api_key_env="RUBRICA_JUDGE_KEY_MISSING")
 
-    assert progress(run) == {"done": 0, "failed": 5, "pending": 0, "total": 5, "status": "failed"}
+    assert progress(run) == {"done": 0, "failed": 5, "pending": 0, "total": 5, "superseded": 0, "status": "failed"}
     assert set(JudgeTaskResult.objects.filter(run=run).values_list("error", flat=True)) == {
         "the environment variable RUBRICA_JUDGE_KEY_MISSING is not set on the worker"}
     assert llm.requests == []

@@ -175,6 +175,21 @@ def test_the_settings_page_shows_the_history_with_translated_labels(client):
     assert "lin" in history and "重叠人数" in history and ">3<" in history and ">4<" in history
 
 
+def test_the_history_shows_an_on_off_setting_as_on_and_off_in_the_readers_language(client):
+    pm = PMFactory()
+    project = make_project_with_tasks(n_questions=1, pm=pm)
+    project_settings_update(project=project, values={"tie_extra_experts": False}, changed_by=pm, now=timezone.now())
+    client.force_login(pm)
+
+    zh = client.get(f"/projects/{project.pk}/settings/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    en = client.get(f"/projects/{project.pk}/settings/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+
+    zh_history, en_history = zh.split('id="history-title"')[1], en.split('id="history-title"')[1]
+    assert ">开<" in zh_history and ">关<" in zh_history
+    assert ">on<" in en_history and ">off<" in en_history
+    assert "True" not in zh_history + en_history and "False" not in zh_history + en_history
+
+
 def test_the_history_api_lists_changes_newest_first(api):
     pm = PMFactory()
     project = make_project_with_tasks(n_questions=1, pm=pm)

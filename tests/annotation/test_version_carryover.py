@@ -4,9 +4,11 @@ Golden questions are q0..q11 (one response each), regular ones q12..q15. Three c
 finish every regular task; q12 then gets a second response, half worked: one submission and one
 open lease. The draft rewords q12:1 only.
 """
+import json
 import random
 from decimal import Decimal
 
+import numpy as np
 import pytest
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
@@ -314,3 +316,42 @@ def test_a_submission_that_read_its_items_before_the_publish_labels_the_new_item
 
     assert set(Label.objects.filter(assignment=lease).values_list("rubric_item__version_id", flat=True)) == {
         version.pk}
+
+
+def test_the_judges_answers_on_unchanged_questions_carry_over_and_the_changed_ones_are_superseded(world, pm):
+    from annotation.agreement.report import judge_vector
+    from annotation.exchange.judge_labels import judge_labels_import
+    from annotation.judging.runs import judge_run_progress
+    from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult
+
+    project, old = world["project"], world["old"]
+    lines = []
+    for task in _regular(project, old).select_related("response__question"):
+        n_items = len(rubric_items_for_task(task))
+        lines.append(json.dumps({"question_id": task.response.question.external_id, "model": task.response.model_name,
+                                 "detail": [1] * n_items, "reason": "judged on v1"}))
+    run = judge_labels_import(project=project, data="\n".join(lines).encode(), run_name="v1 judge",
+                              judge_model="j", now=timezone.now()).run
+    carried = list(_regular(project, old).exclude(response__question__external_id="q12"))
+    before = sorted(JudgeLabel.objects.filter(run=run, task__in=carried)
+                    .values_list("task_id", "rubric_item__item_key", "value"))
+
+    version = _publish(world, pm)
+
+    run = JudgeRun.objects.get(pk=run.pk)
+    assert run.rubric_version_id == version.pk
+    moved = JudgeLabel.objects.filter(run=run, task__in=carried)
+    assert sorted(moved.values_list("task_id", "rubric_item__item_key", "value")) == before and len(before) == 9
+    assert set(moved.values_list("rubric_item__version_id", flat=True)) == {version.pk}
+    # The reworded question's answers were about the old wording: kept, but no longer the run's.
+    q12 = JudgeTaskResult.objects.filter(run=run, task__response__question__external_id="q12")
+    assert q12.exists() and set(q12.values_list("status", flat=True)) == {"superseded"}
+    assert JudgeLabel.objects.filter(run=run, task__response__question__external_id="q12",
+                                     rubric_item__version=old).exists()
+    progress = judge_run_progress(run)
+    assert (progress["done"], progress["total"], progress["superseded"]) == (3, 3, q12.count())
+    # The run's report reads the carried tasks under the new version, judged in full.
+    material = material_load(project=project, version=version)
+    judged = judge_vector(material, run)
+    carried_units = np.isin(material.task_id[material.unit_task], [t.pk for t in carried])
+    assert carried_units.sum() == 9 and (judged[carried_units] == 1).all()

@@ -99,7 +99,25 @@ class Material:
     judge: NDArray[np.int8] | None = None
     # Each task's own panel size (its overlap, extra experts for ties included); None: `n_slots` for all.
     task_overlap: NDArray[np.int64] | None = None
+    # Everything the reported run judged in full, labelled by experts or not: the judge's own board.
+    judged: JudgedUnits | None = None
     derived: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class JudgedUnits:
+    """The units (task index, item index) of every task of the version the run judged in full, with its labels.
+
+    The material's units are what experts labelled; the judge's own leaderboard must not
+    wait for them, so it reads the run's labels on their own. `failed` marks (per task) the
+    regular tasks the run failed on (a failed call, or only part of the items answered):
+    dropped from the judge's board, as HeartBench drops them.
+    """
+
+    unit_task: NDArray[np.int64]
+    unit_item: NDArray[np.int64]
+    value: NDArray[np.int8]
+    failed: NDArray[np.bool_]
 
 
 # --------------------------------------------------------------------------- helpers

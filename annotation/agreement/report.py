@@ -16,13 +16,13 @@ import numpy as np
 import psycopg
 from django.apps import apps
 from django.conf import settings
-from django.db import connection
+from django.db import connection, models
 from django.utils import timezone
 from numpy.typing import NDArray
 
-from annotation.agreement.material import Dim, Expert, Material, Params
+from annotation.agreement.material import Dim, Expert, JudgedUnits, Material, Params
 from annotation.agreement.sections import THIN_DIALOGUES, report_sections
-from annotation.models import Assignment, JudgeLabel, JudgeRun, Label, Project, Question, Task
+from annotation.models import Assignment, JudgeLabel, JudgeRun, JudgeTaskResult, Label, Project, Question, Task
 from experts.models import ExpertProfile
 from rubrics.models import Dimension, RubricItem, RubricVersion
 
@@ -278,6 +278,46 @@ def judge_vector(m: Material, run: JudgeRun) -> NDArray[np.int8]:
     return out
 
 
+def judged_units(m: Material, run: JudgeRun, version: RubricVersion | None) -> JudgedUnits:
+    """Every unit of a regular task of the material's version that `run` answered in full (see `JudgedUnits`).
+
+    In full: the run labelled every item of the task's question. A task with a failed
+    result, or with only some items labelled, is a failed call.
+    """
+    empty = JudgedUnits(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8),
+                        np.zeros(m.task_id.size, bool))
+    if version is None or m.task_id.size == 0:
+        return empty
+    j_task_id, j_item_id, j_value = read_columns(
+        f"SELECT CAST(j.task_id AS bigint), CAST(j.rubric_item_id AS bigint), CAST(j.value AS smallint) "
+        f"FROM {JudgeLabel._meta.db_table} j WHERE j.run_id = %s",
+        [run.pk], ["int8", "int8", "int2"])
+    j_task, task_known = _lookup(m.task_id, j_task_id)
+    j_item, item_known = _lookup(m.item_id, j_item_id)
+    keep = task_known & item_known
+    j_task, j_item, j_value = j_task[keep], j_item[keep], j_value[keep]
+    keep = ~m.task_golden[j_task]
+    j_task, j_item, j_value = j_task[keep], j_item[keep], j_value[keep]
+    # Items each task's question has under this version.
+    question_of = {ext: i for i, ext in enumerate(m.question_ext)}
+    per_question = np.zeros(len(m.question_ext), np.int64)
+    for ref, count in (RubricItem.objects.filter(version=version).values_list("question_ref")
+                       .annotate(n=models.Count("pk")).values_list("question_ref", "n")):
+        if ref in question_of:
+            per_question[question_of[ref]] = count
+    expected = per_question[m.task_question]
+    labelled = np.bincount(j_task, minlength=m.task_id.size)
+    full = (labelled > 0) & (labelled >= expected)
+    failed_ids = set(JudgeTaskResult.objects.filter(run=run, status=JudgeTaskResult.Status.FAILED,
+                                                    task_id__in=m.task_id[~m.task_golden].tolist())
+                     .values_list("task_id", flat=True))
+    failed = ((labelled > 0) & ~full) | np.isin(m.task_id, list(failed_ids))
+    use = full[j_task] & ~failed[j_task]
+    order = np.lexsort((j_item[use], j_task[use]))
+    return JudgedUnits(unit_task=j_task[use][order].astype(np.int64), unit_item=j_item[use][order].astype(np.int64),
+                       value=j_value[use][order].astype(np.int8), failed=failed & ~m.task_golden)
+
+
 # ------------------------------------------------------------------------- report
 
 
@@ -300,6 +340,7 @@ def report_payload(*, project: Project, version: RubricVersion | None, run: Judg
     """The JSON-ready report: identification, parameters, dimension names and every section."""
     # Only the judge changes between runs; the per-unit lookups cached in `derived` do not.
     material.judge = judge_vector(material, run) if run is not None else None
+    material.judged = judged_units(material, run, version) if run is not None else None
     sections = report_sections(material, params)
     if sections["judge"] is not None:
         _add_item_texts(sections["judge"]["unanimous_disagreements"]["items"])

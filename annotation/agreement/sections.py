@@ -22,6 +22,7 @@ Choices that shape the numbers:
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -402,7 +403,8 @@ def _side_board(m: Material, use: NDArray[np.bool_], hits: NDArray[np.int64]) ->
 
 
 def _own_bases(m: Material, with_judge: bool) -> dict[str, Any]:
-    """The human board on every complete task and the judge's on every task it labelled in full.
+    """The human board on every complete task and the judge's on every task it labelled in full
+    (experts' labels or not: `Material.judged`, read by the report; without it, the units here).
 
     ``models`` (above) is the like-for-like view on the tasks both sides cover; these two
     boards each use all the data of their own side, so their numbers can differ from it.
@@ -425,16 +427,30 @@ def _own_bases(m: Material, with_judge: bool) -> dict[str, Any]:
     judge = m.judge
     if not with_judge or judge is None:
         return out
-    labelled = np.bincount(m.unit_task[judge >= 0], minlength=n_tasks)
-    missing = np.bincount(m.unit_task[judge < 0], minlength=n_tasks)
-    judged_task = has_units & (labelled > 0) & (missing == 0)
-    failed = has_units & (labelled > 0) & (missing > 0)
-    judge_rows, judge_quirks = _side_board(m, judged_task[m.unit_task], judge.astype(np.int64))
+    if m.judged is not None:
+        # The judge's own board reads the run's labels on their own: a task the run judged
+        # counts whether or not experts have labelled it yet.
+        judged = m.judged
+        n = judged.unit_task.size
+        own = dataclasses.replace(m, unit_task=judged.unit_task, unit_item=judged.unit_item,
+                                  labels=np.full((n, m.n_slots), -1, np.int8),
+                                  unit_expert=np.full((n, m.n_slots), -1, np.int64),
+                                  unit_time=np.full((n, m.n_slots), np.nan), judge=None, judged=None, derived={})
+        judge_rows, judge_quirks = _side_board(own, np.ones(n, bool), judged.value.astype(np.int64))
+        judged_task = np.bincount(judged.unit_task, minlength=n_tasks) > 0
+        failed = judged.failed
+    else:
+        labelled = np.bincount(m.unit_task[judge >= 0], minlength=n_tasks)
+        missing = np.bincount(m.unit_task[judge < 0], minlength=n_tasks)
+        judged_task = has_units & (labelled > 0) & (missing == 0)
+        failed = has_units & (labelled > 0) & (missing > 0)
+        judge_rows, judge_quirks = _side_board(m, judged_task[m.unit_task], judge.astype(np.int64))
+    failed_count = int(failed.sum())
     out["tasks"].update(judged=int(judged_task.sum()), both=int((judged_task & complete_task).sum()),
-                        judge_failed_dropped=int(failed.sum()),
-                        judge_not_judged=int((has_units & (labelled == 0)).sum()))
+                        judge_failed_dropped=failed_count,
+                        judge_not_judged=int((has_units & ~judged_task & ~failed).sum()))
     out["judge_all"] = {"basis": "every_task_the_run_judged", "models": judge_rows,
-                        "quirks": {**judge_quirks, "failed_calls_dropped": int(failed.sum())}}
+                        "quirks": {**judge_quirks, "failed_calls_dropped": failed_count}}
     return out
 
 

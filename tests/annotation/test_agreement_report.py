@@ -431,6 +431,27 @@ def test_each_leaderboard_uses_its_own_data_and_the_like_for_like_view_their_int
     assert board["judge_all"]["quirks"]["failed_calls_dropped"] == 1
 
 
+def test_the_judges_board_counts_tasks_no_expert_has_labelled_yet():
+    # Experts have done six tasks; the judge all eight (q3 under both models only by the judge).
+    project, _, _, _ = build(PANEL[:6], JUDGE)
+    question, dim = np.repeat(np.arange(4), 3), np.tile(np.arange(3), 4)
+    score = np.tile(np.array([1.0, 2.0, -3.0]), 4)
+    full_judge = np.array([v for task in JUDGE for v in task])
+
+    board = agreement_report_compute(project=project, now=T0 + timedelta(days=1)).payload["leaderboard"]
+
+    judged = {r["model"]: r for r in board["judge_all"]["models"]}
+    assert (judged["model-0"]["questions"], judged["model-1"]["questions"]) == (4, 4)
+    for model, offset in (("model-0", 0), ("model-1", 1)):
+        units = (np.array([0, 2, 4, 6])[:, None] * 3 + offset * 3 + np.arange(3)).ravel()
+        expected = score_model(question, dim, score, full_judge[units], n_questions=4, n_dims=3).overall
+        assert judged[model]["score"] == round(expected, 2)
+    assert board["tasks"] == {"complete": 6, "judged": 8, "both": 6, "judge_failed_dropped": 0,
+                              "judge_not_judged": 0}
+    # The like-for-like view stays on what both sides cover.
+    assert {r["model"]: r["questions"] for r in board["models"]} == {"model-0": 3, "model-1": 3}
+
+
 def test_the_scorer_quirks_are_counted_beside_the_scores(panel):
     project, _, _, _ = panel
 

@@ -4,6 +4,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 from django.db.models import F
+from scipy import stats as scipy_stats
+from sklearn.metrics import cohen_kappa_score
 
 from annotation.agreement import stats
 from annotation.agreement.material import Params
@@ -118,7 +120,15 @@ def test_judge_agreement_and_kappa_overall(panel):
     sizes = np.bincount(questions)
     wilson = stats.cluster_wilson_interval(agreed, sizes)
     assert overall["agreement_ci"] == [round(wilson[0], 4), round(wilson[1], 4)]
-    assert overall["kappa_ci"] == [round(boot.kappa_ci[0], 4), round(boot.kappa_ci[1], 4)]
+    # Kappa: the jackknife-t interval by dialogue (the bootstrap one, which under-covers on few
+    # dialogues, is kept beside it), recomputed here through sklearn and scipy.
+    assert overall["kappa_ci_bootstrap"] == [round(boot.kappa_ci[0], 4), round(boot.kappa_ci[1], 4)]
+    ids = np.unique(questions)
+    leave_out = np.array([cohen_kappa_score(judge[questions != q], majority[questions != q]) for q in ids])
+    se = np.sqrt((ids.size - 1) / ids.size * ((leave_out - leave_out.mean()) ** 2).sum())
+    t = scipy_stats.t.ppf(0.975, ids.size - 1)
+    point = cohen_kappa_score(judge, majority)
+    np.testing.assert_allclose(overall["kappa_ci"], [max(-1, point - t * se), min(1, point + t * se)], atol=1e-4)
     assert overall["questions"] == 4
     assert payload["params"]["thin_dialogues"] == 30 and payload["params"]["headline_excludes_gate"] is True
     # No gate item in this rubric: the headline equals the all-units figure, and no gate line.

@@ -777,3 +777,60 @@ def test_thin_slice_interval_covers_near_ninety_five_percent_at_eighteen_dialogu
 def test_wide_slice_bootstrap_covers_near_ninety_five_percent_at_296_dialogues() -> None:
     result = interval_coverage(dialogues=296, sims=300, n_boot=300, seed=11)
     assert 0.925 <= result["bootstrap"]["coverage"] <= 0.975
+
+
+def _jackknife_kappa_by_hand(judge: np.ndarray, human: np.ndarray, clusters: np.ndarray,
+                             alpha: float = 0.05) -> tuple[float, float]:
+    """Delete-one-cluster jackknife of sklearn's kappa, with scipy's t quantile: an independent route."""
+    ids = np.unique(clusters)
+    k = ids.size
+    point = cohen_kappa_score(judge, human)
+    leave_out = np.array([cohen_kappa_score(judge[clusters != c], human[clusters != c]) for c in ids])
+    se = math.sqrt((k - 1) / k * ((leave_out - leave_out.mean()) ** 2).sum())
+    t = scipy_stats.t.ppf(1 - alpha / 2, k - 1)
+    return max(-1.0, point - t * se), min(1.0, point + t * se)
+
+
+def _cells(judge: np.ndarray, human: np.ndarray, clusters: np.ndarray) -> np.ndarray:
+    ids = np.unique(clusters)
+    return np.array([[((judge == a) & (human == b) & (clusters == c)).sum() for a, b in ((0, 0), (0, 1), (1, 0), (1, 1))]
+                     for c in ids])
+
+
+def test_cluster_jackknife_kappa_matches_a_hand_computation_with_sklearn_and_scipy() -> None:
+    rng = np.random.default_rng(7)
+    clusters = np.repeat(np.arange(18), rng.integers(3, 12, size=18))
+    human = rng.integers(0, 2, size=clusters.size)
+    judge = np.where(rng.random(clusters.size) < 0.8, human, 1 - human)
+
+    got = stats.cluster_jackknife_kappa_interval(_cells(judge, human, clusters))
+
+    want = _jackknife_kappa_by_hand(judge, human, clusters)
+    # The t quantile is the Cornish-Fisher one (within 1e-3 at 17 df); the rest is exact.
+    np.testing.assert_allclose(got, want, atol=2e-3)
+    assert got[0] < cohen_kappa_score(judge, human) < got[1]
+
+
+def test_cluster_jackknife_kappa_is_wider_than_the_bootstrap_on_few_dialogues() -> None:
+    rng = np.random.default_rng(11)
+    clusters = np.repeat(np.arange(18), 8)
+    human = rng.integers(0, 2, size=clusters.size)
+    judge = np.where(rng.random(clusters.size) < 0.8, human, 1 - human)
+
+    jack = stats.cluster_jackknife_kappa_interval(_cells(judge, human, clusters))
+    boot = stats.bootstrap_agreement_kappa(judge, human, clusters, n_boot=2000, seed=0).kappa_ci
+
+    assert jack[1] - jack[0] > boot[1] - boot[0]
+
+
+def test_cluster_jackknife_kappa_degenerate_inputs() -> None:
+    one_class = np.array([[5, 0, 0, 0], [3, 0, 0, 0]])
+    one_cluster = np.array([[2, 1, 1, 2]])
+    # Dropping the only dialogue holding hits leaves one class: no interval, rather than one
+    # resting on what remains.
+    fragile = np.array([[4, 0, 0, 0], [3, 0, 0, 0], [0, 1, 1, 2]])
+
+    for cells in (one_class, one_cluster, fragile, np.zeros((0, 4))):
+        assert all(math.isnan(v) for v in stats.cluster_jackknife_kappa_interval(cells))
+    with pytest.raises(ValueError):
+        stats.cluster_jackknife_kappa_interval(np.zeros((3, 3)))

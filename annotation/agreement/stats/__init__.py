@@ -29,7 +29,11 @@ from annotation.agreement.stats.bootstrap import (
     percentile_interval,
 )
 from annotation.agreement.stats.drift import DriftResult, rolling_drift
-from annotation.agreement.stats.intervals import cluster_wilson_interval, student_t_upper_quantile
+from annotation.agreement.stats.intervals import (
+    cluster_jackknife_kappa_interval,
+    cluster_wilson_interval,
+    student_t_upper_quantile,
+)
 from annotation.agreement.stats.raters import (
     AlternativeAnnotatorResult,
     MajorityResult,
@@ -54,6 +58,7 @@ __all__ = [
     "bootstrap_agreement_kappa",
     "bootstrap_ci",
     "bootstrap_replicates",
+    "cluster_jackknife_kappa_interval",
     "cluster_weights",
     "cluster_wilson_interval",
     "cohen_kappa",

@@ -14,7 +14,14 @@ For those slices the report uses :func:`cluster_wilson_interval`:
   degrees of freedom instead of the normal one, since the variance rests on k clusters.
 
 Wilson's interval stays inside [0, 1] and does not collapse at p = 0 or 1, where the
-bootstrap gives a zero-width interval. No Django import here.
+bootstrap gives a zero-width interval.
+
+Cohen's kappa over clustered items has the same trouble with few clusters (the
+bootstrap percentile interval covered 92% at 18 dialogues), and is not a proportion.
+:func:`cluster_jackknife_kappa_interval` is the delete-one-cluster jackknife: kappa
+recomputed without each dialogue in turn, the jackknife variance
+``(k - 1) / k * sum_i (kappa_(i) - mean)^2``, and kappa ± t(k - 1) times its root,
+clipped to [-1, 1]. No Django import here.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from numpy.typing import ArrayLike
 from annotation.agreement.stats._arrays import NAN
 from annotation.agreement.stats.drift import normal_upper_quantile
 
-__all__ = ["cluster_wilson_interval", "student_t_upper_quantile"]
+__all__ = ["cluster_jackknife_kappa_interval", "cluster_wilson_interval", "student_t_upper_quantile"]
 
 # The expansion is poor below 5 degrees of freedom; the 97.5% quantiles there, exact.
 _T_975 = {1: 12.706204736174705, 2: 4.302652729749464, 3: 3.182446305283709, 4: 2.7764451051977934}
@@ -81,3 +88,43 @@ def cluster_wilson_interval(successes: ArrayLike, totals: ArrayLike, alpha: floa
     centre = (p + z2 / (2 * n_eff)) / (1 + z2 / n_eff)
     half = z / (1 + z2 / n_eff) * math.sqrt(p * (1 - p) / n_eff + z2 / (4 * n_eff**2))
     return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def _kappa_of_cells(cells: np.ndarray) -> np.ndarray:
+    """Cohen's kappa from 2x2 counts laid out as (..., [n00, n01, n10, n11]); nan when undefined."""
+    n00, n01, n10, n11 = (cells[..., i] for i in range(4))
+    n = n00 + n01 + n10 + n11
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_o = (n00 + n11) / n
+        a1 = (n10 + n11) / n
+        b1 = (n01 + n11) / n
+        p_e = a1 * b1 + (1.0 - a1) * (1.0 - b1)
+        kappa = (p_o - p_e) / (1.0 - p_e)
+    result: np.ndarray = np.where((n > 0) & (p_e < 1.0), kappa, NAN)
+    return result
+
+
+def cluster_jackknife_kappa_interval(cells: ArrayLike, alpha: float = 0.05) -> tuple[float, float]:
+    """Jackknife-t interval for Cohen's kappa of two 0/1 raters over clustered items.
+
+    ``cells`` holds one row of 2x2 counts per cluster, ``[n00, n01, n10, n11]`` (first
+    rater's value, second's). Clusters without items are ignored. (nan, nan) when kappa
+    is undefined (no item, or one class only) or fewer than two clusters hold items; a
+    leave-one-out kappa that is undefined makes the interval (nan, nan) too, rather
+    than resting on the clusters that remain.
+    """
+    c = np.asarray(cells, dtype=np.float64)
+    if c.ndim != 2 or c.shape[1] != 4:
+        raise ValueError("cells must have one row of four counts per cluster")
+    c = c[c.sum(axis=1) > 0]
+    k = int(c.shape[0])
+    if k < 2:
+        return (NAN, NAN)
+    total = c.sum(axis=0)
+    point = float(_kappa_of_cells(total))
+    leave_out = _kappa_of_cells(total[None, :] - c)
+    if not math.isfinite(point) or not np.isfinite(leave_out).all():
+        return (NAN, NAN)
+    variance = (k - 1) / k * float(((leave_out - leave_out.mean()) ** 2).sum())
+    half = student_t_upper_quantile(alpha / 2.0, k - 1) * math.sqrt(variance)
+    return (max(-1.0, point - half), min(1.0, point + half))

@@ -1,0 +1,419 @@
+"""Appeals: an expert contests a rejection or a statement line; another person decides, once."""
+import threading
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.db import connection, connections
+from django.utils import timezone
+
+from annotation.assignment.services import assignment_claim_next
+from annotation.models import Assignment, ItemConsensus, Label, Task
+from annotation.selectors import rubric_items_for_task
+from annotation.submission import rejection
+from annotation.submission.consensus import majority_of
+from annotation.submission.services import labels_submit
+from core.error_codes import ErrorCode
+from core.errors import Conflict, DomainError, Forbidden, NotFound
+from experts.models import Notification
+from payments import appeals
+from payments.appeals import appeal_create_for_line, appeal_create_for_rejection, appeal_decide
+from payments.ledger import ledger_post_earning
+from payments.models import Appeal, LedgerEntry, Period
+from payments.reconciliation import ledger_reconcile
+from payments.services import statement_settle_period, submission_reject
+from tests.factories import PMFactory
+from tests.payments.factories import make_expert, make_paid_project
+
+T0 = timezone.now().replace(microsecond=0)
+
+
+def _submit(expert, project, value, now=T0):
+    lease = assignment_claim_next(project=project, expert=expert, now=now)
+    assert lease is not None
+    labels = {i.item_key: value for i in rubric_items_for_task(lease.task)}
+    labels_submit(expert=expert, assignment_id=lease.pk, labels=labels, now=now)
+    ledger_post_earning(assignment_id=lease.pk, now=now)
+    lease.refresh_from_db()
+    return lease
+
+
+def _recomputed(task) -> set[tuple]:
+    """The consensus of `task` computed again by hand from the labels that count."""
+    votes: dict[int, list[int]] = {}
+    for item_id, value in (Label.objects.counted().filter(task=task, assignment__status="submitted")
+                           .values_list("rubric_item_id", "value")):
+        votes.setdefault(item_id, []).append(value)
+    return {(item, sum(v), len(v), *majority_of(sum(v), len(v))) for item, v in votes.items()}
+
+
+def _stored(task) -> set[tuple]:
+    return {(c.rubric_item_id, c.hit_votes, c.total_votes, c.majority, c.zone)
+            for c in ItemConsensus.objects.filter(task=task)}
+
+
+def _counts() -> tuple[int, int, int]:
+    return Appeal.objects.count(), LedgerEntry.objects.count(), Notification.objects.count()
+
+
+@pytest.fixture
+def rejected(monkeypatch):
+    """A task of three: two hits and one rejected miss, the slot still open; the PM who rejected it."""
+    monkeypatch.setattr(rejection, "task_send_on_commit", lambda name, **kw: None)
+    pm = PMFactory()
+    experts = [make_expert() for _ in range(3)]
+    project = make_paid_project(experts=[*experts, pm], n_questions=1)
+    _submit(experts[0], project, 1)
+    contested = _submit(experts[1], project, 0)
+    _submit(experts[2], project, 1)
+    submission_reject(actor=pm, assignment_id=contested.pk, reason="all misses", reason_code="spam", now=T0)
+    contested.refresh_from_db()
+    return project, pm, contested
+
+
+def _second_pm(project):
+    from annotation.services import project_add_member
+
+    other = PMFactory()
+    project_add_member(project=project, user=other)
+    return other
+
+
+# --- Contesting --------------------------------------------------------------------------------
+
+@pytest.mark.django_db
+def test_an_expert_contests_a_rejection_up_to_the_last_instant_of_the_window(rejected):
+    project, _pm, contested = rejected
+    deadline = contested.rejected_at + timedelta(days=project.appeal_window_days)
+
+    appeal = appeal_create_for_rejection(expert=contested.expert, assignment_id=contested.pk,
+                                         reason="The reply really missed every item.", now=deadline)
+
+    assert (appeal.kind, appeal.status, appeal.rejected_reason, appeal.rejected_text) == (
+        "rejection", "open", "spam", "all misses")
+
+
+@pytest.mark.django_db
+def test_after_the_window_the_expert_is_told_when_it_ended_and_nothing_is_written(rejected):
+    project, _pm, contested = rejected
+    project.appeal_window_days = 3
+    project.save(update_fields=["appeal_window_days"])
+    late = contested.rejected_at + timedelta(days=3, seconds=1)
+
+    with pytest.raises(Conflict) as err:
+        appeal_create_for_rejection(expert=contested.expert, assignment_id=contested.pk, reason="late", now=late)
+
+    assert err.value.code == ErrorCode.APPEAL_WINDOW_CLOSED
+    assert err.value.params["days"] == 3
+    assert Appeal.objects.count() == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("reason", ["", "   ", "x" * (appeals.REASON_MAX + 1)])
+def test_a_missing_or_overlong_reason_is_refused(rejected, reason):
+    _project, _pm, contested = rejected
+
+    with pytest.raises(DomainError) as err:
+        appeal_create_for_rejection(expert=contested.expert, assignment_id=contested.pk, reason=reason, now=T0)
+
+    assert err.value.code in (ErrorCode.APPEAL_REASON_REQUIRED, ErrorCode.APPEAL_REASON_TOO_LONG)
+    assert err.value.errors[0]["field"] == "reason"
+    assert Appeal.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_another_experts_rejection_is_not_found_and_writes_nothing(rejected):
+    _project, _pm, contested = rejected
+    stranger = make_expert()
+    before = _counts()
+
+    with pytest.raises(NotFound):
+        appeal_create_for_rejection(expert=stranger, assignment_id=contested.pk, reason="mine?", now=T0)
+    with pytest.raises(NotFound):
+        appeal_create_for_rejection(expert=stranger, assignment_id="x", reason="mine?", now=T0)
+
+    assert _counts() == before
+
+
+@pytest.mark.django_db
+def test_one_appeal_per_rejection_and_a_submission_that_was_not_rejected_is_not_contestable(rejected):
+    project, _pm, contested = rejected
+    appeal_create_for_rejection(expert=contested.expert, assignment_id=contested.pk, reason="first", now=T0)
+    fine = Assignment.objects.filter(task=contested.task, status="submitted").first()
+
+    with pytest.raises(Conflict) as twice:
+        appeal_create_for_rejection(expert=contested.expert, assignment_id=contested.pk, reason="again", now=T0)
+    with pytest.raises(Conflict) as not_rejected:
+        appeal_create_for_rejection(expert=fine.expert, assignment_id=fine.pk, reason="why not", now=T0)
+
+    assert twice.value.code == ErrorCode.APPEAL_EXISTS
+    assert not_rejected.value.code == ErrorCode.APPEAL_NOT_CONTESTABLE
+    assert Appeal.objects.count() == 1
+
+
+# --- Deciding a rejection appeal -----------------------------------------------------------------
+
+@pytest.mark.django_db
+def test_the_pm_who_rejected_cannot_decide_and_another_projects_pm_gets_not_found(rejected):
+    project, pm, contested = rejected
+    appeal = appeal_create_for_rejection(expert=contested.expert, assignment_id=contested.pk, reason="no", now=T0)
+    outsider = PMFactory()
+    make_paid_project(experts=[outsider], n_questions=1)
+    before = _counts()
+
+    with pytest.raises(Forbidden) as own:
+        appeal_decide(actor=pm, appeal_id=appeal.pk, outcome="accept", reason="fine", now=T0)
+    with pytest.raises(NotFound):
+        appeal_decide(actor=outsider, appeal_id=appeal.pk, outcome="accept", reason="fine", now=T0)
+    with pytest.raises(NotFound):
+        appeal_decide(actor=contested.expert, appeal_id=appeal.pk, outcome="accept", reason="mine", now=T0)
+
+    assert own.value.code == ErrorCode.APPEAL_OWN_REJECTION
+    assert _counts() == before
+    appeal.refresh_from_db()
+    contested.refresh_from_db()
+    assert (appeal.status, contested.status) == ("open", "rejected")
+
+
+@pytest.mark.django_db
+def test_a_bronze_expert_of_the_project_cannot_decide_but_a_gold_one_can(rejected):
+    project, _pm, contested = rejected
+    appeal = appeal_create_for_rejection(expert=contested.expert, assignment_id=contested.pk, reason="no", now=T0)
+    from annotation.services import project_add_member
+
+    bronze, gold = make_expert("bronze"), make_expert("gold")
+    for user in (bronze, gold):
+        project_add_member(project=project, user=user)
+
+    with pytest.raises(NotFound):
+        appeal_decide(actor=bronze, appeal_id=appeal.pk, outcome="deny", reason="no", now=T0)
+    decided = appeal_decide(actor=gold, appeal_id=appeal.pk, outcome="deny", reason="The misses are real.", now=T0)
+
+    assert (decided.status, decided.decided_by) == ("denied", gold)
+
+
+@pytest.mark.django_db
+def test_accepting_restores_the_labels_into_the_still_open_slot_and_posts_one_new_earning(rejected):
+    project, _pm, contested = rejected
+    task = contested.task
+    appeal = appeal_create_for_rejection(expert=contested.expert, assignment_id=contested.pk, reason="no", now=T0)
+    earning = LedgerEntry.objects.get(assignment=contested, kind="earning")
+    entries_before = set(LedgerEntry.objects.values_list("pk", "amount"))
+
+    decided = appeal_decide(actor=_second_pm(project), appeal_id=appeal.pk, outcome="accept",
+                            reason="Misses were justified by the guideline.", now=T0 + timedelta(hours=1))
+
+    contested.refresh_from_db()
+    task.refresh_from_db()
+    assert (decided.status, contested.status, contested.rejected_at) == ("accepted", "submitted", None)
+    # The rejection stays on record on the appeal.
+    assert (decided.rejected_reason, decided.rejected_text) == ("spam", "all misses")
+    # The re-opened slot was still free: the task closes again at its own size.
+    assert (task.status, task.overlap, task.submitted_count, task.live_count) == ("complete", 3, 3, 3)
+    assert _stored(task) == _recomputed(task)
+    assert {(t, v) for _i, t, v, *_rest in _stored(task)} == {(2, 3)}
+    # Old entries untouched, one correction of the earning's amount beside them.
+    assert entries_before <= set(LedgerEntry.objects.values_list("pk", "amount"))
+    correction = LedgerEntry.objects.get(kind="adjustment")
+    assert (decided.correction, correction.amount, correction.assignment) == (correction, earning.amount, contested)
+    assert sum(LedgerEntry.objects.filter(assignment=contested).values_list("amount", flat=True)) == earning.amount
+    assert ledger_reconcile() == []
+    note = Notification.objects.get(user=contested.expert, kind="appeal_decided")
+    assert "accepted" in note.message and "guideline" in note.message
+
+
+@pytest.mark.django_db
+def test_when_another_expert_took_the_reopened_slot_the_task_gains_one_counted_member(rejected):
+    project, _pm, contested = rejected
+    replacement = make_expert()
+    from annotation.services import project_add_member
+
+    project_add_member(project=project, user=replacement)
+    _submit(replacement, project, 1)
+    appeal = appeal_create_for_rejection(expert=contested.expert, assignment_id=contested.pk, reason="no", now=T0)
+
+    appeal_decide(actor=_second_pm(project), appeal_id=appeal.pk, outcome="accept", reason="ok", now=T0)
+
+    task = Task.objects.get(pk=contested.task_id)
+    contested.refresh_from_db()
+    assert (task.status, task.overlap, task.submitted_count, task.live_count) == ("complete", 4, 4, 4)
+    assert contested.slot == 4
+    assert _stored(task) == _recomputed(task)
+    assert {(t, v) for _i, t, v, *_rest in _stored(task)} == {(3, 4)}
+    assert ledger_reconcile() == []
+
+
+@pytest.mark.django_db
+def test_denying_changes_nothing_but_the_appeal_and_tells_the_expert(rejected):
+    project, _pm, contested = rejected
+    appeal = appeal_create_for_rejection(expert=contested.expert, assignment_id=contested.pk, reason="no", now=T0)
+    consensus = _stored(contested.task)
+    entries = list(LedgerEntry.objects.order_by("pk").values_list("pk", "amount"))
+
+    decided = appeal_decide(actor=_second_pm(project), appeal_id=appeal.pk, outcome="deny",
+                            reason="Every item marked miss in 3 seconds.", now=T0)
+
+    contested.refresh_from_db()
+    assert (decided.status, decided.correction, contested.status) == ("denied", None, "rejected")
+    assert _stored(contested.task) == consensus
+    assert list(LedgerEntry.objects.order_by("pk").values_list("pk", "amount")) == entries
+    assert Notification.objects.filter(user=contested.expert, kind="appeal_decided").count() == 1
+    with pytest.raises(Conflict) as again:
+        appeal_decide(actor=_second_pm(project), appeal_id=appeal.pk, outcome="accept", reason="x", now=T0)
+    assert again.value.code == ErrorCode.APPEAL_ALREADY_DECIDED
+    assert ledger_reconcile() == []
+
+
+@pytest.mark.django_db
+def test_a_decision_needs_an_outcome_and_a_reason(rejected):
+    project, _pm, contested = rejected
+    appeal = appeal_create_for_rejection(expert=contested.expert, assignment_id=contested.pk, reason="no", now=T0)
+    other = _second_pm(project)
+
+    with pytest.raises(DomainError) as outcome:
+        appeal_decide(actor=other, appeal_id=appeal.pk, outcome="maybe", reason="x", now=T0)
+    with pytest.raises(DomainError) as reason:
+        appeal_decide(actor=other, appeal_id=appeal.pk, outcome="accept", reason=" ", now=T0)
+
+    assert (outcome.value.code, reason.value.code) == (ErrorCode.APPEAL_OUTCOME_UNKNOWN,
+                                                       ErrorCode.APPEAL_DECISION_REASON_REQUIRED)
+    appeal.refresh_from_db()
+    assert appeal.status == "open"
+
+
+@pytest.mark.django_db
+def test_a_submission_restored_on_appeal_cannot_be_rejected_again(rejected):
+    project, pm, contested = rejected
+    appeal = appeal_create_for_rejection(expert=contested.expert, assignment_id=contested.pk, reason="no", now=T0)
+    appeal_decide(actor=_second_pm(project), appeal_id=appeal.pk, outcome="accept", reason="ok", now=T0)
+
+    with pytest.raises(Conflict) as err:
+        submission_reject(actor=pm, assignment_id=contested.pk, reason="again", now=T0)
+
+    assert err.value.code == ErrorCode.RESTORED_ON_APPEAL
+
+
+# --- Statement lines ---------------------------------------------------------------------------
+
+@pytest.fixture
+def line():
+    """An expert's earning on a statement issued at the end of its period."""
+    pm = PMFactory()
+    expert = make_expert()
+    project = make_paid_project(experts=[expert, pm], n_questions=1)
+    assignment = _submit(expert, project, 1)
+    entry = LedgerEntry.objects.get(assignment=assignment, kind="earning")
+    closed_at = entry.period.ends_at + timedelta(minutes=5)
+    statement_settle_period(period_id=entry.period_id, now=closed_at)
+    entry.refresh_from_db()
+    return project, pm, expert, entry, closed_at
+
+
+@pytest.mark.django_db
+def test_a_statement_line_is_contestable_until_the_window_after_the_statement_was_issued(line):
+    project, _pm, expert, entry, closed_at = line
+    deadline = closed_at + timedelta(days=project.appeal_window_days)
+
+    with pytest.raises(Conflict) as late:
+        appeal_create_for_line(expert=expert, entry_id=entry.pk, reason="tier", now=deadline + timedelta(seconds=1))
+    appeal = appeal_create_for_line(expert=expert, entry_id=entry.pk, reason="Priced at bronze; I was silver.",
+                                    now=deadline)
+
+    assert late.value.code == ErrorCode.APPEAL_WINDOW_CLOSED
+    assert (appeal.kind, appeal.entry, appeal.assignment_id) == ("statement_line", entry, entry.assignment_id)
+
+
+@pytest.mark.django_db
+def test_accepting_a_line_appeal_posts_one_correcting_entry_bounded_by_the_line(line):
+    project, pm, expert, entry, closed_at = line
+    appeal = appeal_create_for_line(expert=expert, entry_id=entry.pk, reason="tier", now=closed_at)
+    now = closed_at + timedelta(hours=1)
+
+    with pytest.raises(DomainError) as too_much:
+        appeal_decide(actor=pm, appeal_id=appeal.pk, outcome="accept", reason="ok", now=now,
+                      amount=entry.amount + Decimal("0.01"))
+    with pytest.raises(DomainError) as nothing:
+        appeal_decide(actor=pm, appeal_id=appeal.pk, outcome="accept", reason="ok", now=now, amount="0")
+    assert LedgerEntry.objects.filter(kind="adjustment").count() == 0
+    decided = appeal_decide(actor=pm, appeal_id=appeal.pk, outcome="accept", reason="Silver since Monday.",
+                            now=now, amount="0.50")
+
+    correction = LedgerEntry.objects.get(kind="adjustment")
+    assert (too_much.value.code, nothing.value.code) == (ErrorCode.APPEAL_AMOUNT_INVALID,) * 2
+    assert (decided.correction, correction.amount, correction.reason) == (correction, Decimal("0.50"),
+                                                                          "Silver since Monday.")
+    # The closed period never changes: the correction lands in the period open now.
+    assert correction.period_id != entry.period_id
+    assert Period.objects.get(pk=correction.period_id).status == "open"
+    assert ledger_reconcile() == []
+
+
+@pytest.mark.django_db
+def test_a_reversal_line_is_contested_as_its_rejection_and_another_experts_line_is_not_found(rejected):
+    _project, _pm, contested = rejected
+    reversal = LedgerEntry.objects.get(assignment=contested, kind="reversal")
+
+    with pytest.raises(Conflict) as err:
+        appeal_create_for_line(expert=contested.expert, entry_id=reversal.pk, reason="no", now=T0)
+    with pytest.raises(NotFound):
+        appeal_create_for_line(expert=make_expert(), entry_id=reversal.pk, reason="no", now=T0)
+
+    assert err.value.code == ErrorCode.APPEAL_USE_REJECTION
+    assert Appeal.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_reconciliation_reports_a_correction_without_an_accepted_appeal(line):
+    _project, _pm, expert, entry, closed_at = line
+    appeal = appeal_create_for_line(expert=expert, entry_id=entry.pk, reason="tier", now=closed_at)
+    from payments.ledger import ledger_post_correction
+
+    ledger_post_correction(appeal_id=appeal.pk, earning=entry, amount=Decimal("0.10"), reason="by hand",
+                           actor=None, now=closed_at)
+
+    assert [p.code for p in ledger_reconcile()] == ["correction_unbacked"]
+
+
+# --- Concurrency ---------------------------------------------------------------------------------
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.postgres
+@pytest.mark.usefixtures("post_migrate_rows")
+def test_two_deciders_at_once_post_exactly_one_correction(monkeypatch):
+    assert connection.vendor == "postgresql"
+    monkeypatch.setattr(rejection, "task_send_on_commit", lambda name, **kw: None)
+    monkeypatch.setattr("annotation.submission.services.task_send_on_commit", lambda name, **kw: None)
+    pm = PMFactory()
+    experts = [make_expert() for _ in range(3)]
+    project = make_paid_project(experts=[*experts, pm], n_questions=1)
+    _submit(experts[0], project, 1)
+    contested = _submit(experts[1], project, 0)
+    submission_reject(actor=pm, assignment_id=contested.pk, reason="spam", reason_code="spam", now=T0)
+    appeal = appeal_create_for_rejection(expert=contested.expert, assignment_id=contested.pk, reason="no", now=T0)
+    deciders = [_second_pm(project), _second_pm(project)]
+    barrier = threading.Barrier(len(deciders) * 2)
+    outcomes: list[str] = []
+
+    def decide(actor):
+        try:
+            barrier.wait(timeout=30)
+            appeal_decide(actor=actor, appeal_id=appeal.pk, outcome="accept", reason="ok", now=T0)
+            outcomes.append("decided")
+        except Conflict as exc:
+            outcomes.append(str(exc.code))
+        finally:
+            connections.close_all()
+
+    # Each decider clicks twice.
+    threads = [threading.Thread(target=decide, args=(actor,)) for actor in deciders for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert not any(t.is_alive() for t in threads)
+    assert sorted(outcomes) == ["appeal_already_decided"] * 3 + ["decided"]
+    assert LedgerEntry.objects.filter(kind="adjustment").count() == 1
+    task = Task.objects.get(pk=contested.task_id)
+    assert (task.submitted_count, task.live_count) == (2, 2)
+    assert ledger_reconcile() == []

@@ -6,13 +6,14 @@ and answers with its output serializer; domain errors go through `core.api`'s ha
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import NotAuthenticated, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.selectors import project_get_for_user
 from core.errors import NotFound
+from experts.models import User
 from payments import appeals
 from payments.models import Appeal
 
@@ -20,6 +21,14 @@ NOT_FOUND = OpenApiResponse(description="No such object, or not yours.")
 REFUSED = OpenApiResponse(description="Refused: window closed, contested already, decided already (409), "
                                       "or a bad field (400, one entry per field); nothing was written.")
 LIST_LIMIT = 200
+
+
+def _user(request: Request) -> User:
+    """The authenticated caller (the API's default permission lets no anonymous request in)."""
+    user = request.user
+    if not isinstance(user, User):
+        raise NotAuthenticated()
+    return user
 
 
 @extend_schema_serializer(component_name="Appeal")
@@ -59,11 +68,12 @@ class AppealCreateApi(APIView):
     @extend_schema(request=InputSerializer, responses={201: AppealOut, 400: REFUSED, 404: NOT_FOUND,
                                                        409: REFUSED})
     def post(self, request: Request) -> Response:
-        if not request.user.is_expert:
+        user = _user(request)
+        if not user.is_expert:
             raise PermissionDenied("Only experts contest rejections and statement lines.")
         body = self.InputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        appeal = appeals.appeal_create(expert=request.user, now=timezone.now(), **body.validated_data)
+        appeal = appeals.appeal_create(expert=user, now=timezone.now(), **body.validated_data)
         return Response(AppealOut(appeal).data, status=status.HTTP_201_CREATED)
 
 
@@ -72,7 +82,7 @@ class MyAppealsApi(APIView):
 
     @extend_schema(responses={200: AppealOut(many=True)})
     def get(self, request: Request) -> Response:
-        rows = appeals.appeal_list_for_expert(request.user).select_related("expert__expert_profile")[:LIST_LIMIT]
+        rows = appeals.appeal_list_for_expert(_user(request)).select_related("expert__expert_profile")[:LIST_LIMIT]
         return Response(AppealOut(rows, many=True).data)
 
 
@@ -84,12 +94,13 @@ class AppealsToDecideApi(APIView):
                                OpenApiParameter("status", str, required=False, enum=Appeal.Status.values)],
                    responses={200: AppealOut(many=True), 404: NOT_FOUND})
     def get(self, request: Request) -> Response:
+        user = _user(request)
         project = None
         if request.query_params.get("project"):
-            project = project_get_for_user(request.user, request.query_params["project"])
-            if appeals.decider_role(request.user, project) is None:
+            project = project_get_for_user(user, request.query_params["project"])
+            if appeals.decider_role(user, project) is None:
                 raise NotFound("No such project.")
-        rows = appeals.appeals_to_decide(request.user, project=project)
+        rows = appeals.appeals_to_decide(user, project=project)
         wanted = request.query_params.get("status")
         if wanted in Appeal.Status.values:
             rows = rows.filter(status=wanted)
@@ -112,6 +123,6 @@ class AppealDecideApi(APIView):
         body = self.InputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        appeal = appeals.appeal_decide(actor=request.user, appeal_id=appeal_id, outcome=data["outcome"],
+        appeal = appeals.appeal_decide(actor=_user(request), appeal_id=appeal_id, outcome=data["outcome"],
                                        reason=data["reason"], amount=data.get("amount"), now=timezone.now())
         return Response(AppealOut(appeal).data)

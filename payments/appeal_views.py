@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation.models import Project
 from annotation.selectors import project_get_for_user
 from core.confirm import Confirmation, confirmation_given, confirmation_page
-from core.errors import DomainError, NotFound, error_message
+from core.errors import DomainError, Forbidden, NotFound, error_message
 from core.pages import render_page
 from experts.models import User
 from payments import appeals
@@ -29,6 +29,7 @@ LIST = "payments/appeals.html"
 NEW = "payments/appeal_new.html"
 QUEUE = "payments/project_appeals.html"
 UNPROCESSABLE = 422
+QUEUE_LIMIT = 200
 
 
 def _user(request: HttpRequest) -> User:
@@ -44,9 +45,10 @@ def appeal_list(request: HttpRequest) -> HttpResponse:
     """The expert's appeals with their outcomes, and the projects where the user decides appeals."""
     user = _user(request)
     projects = list(appeals.decider_projects(user).order_by("name", "pk"))
-    open_counts = {p.pk: 0 for p in projects}
-    for appeal in appeals.appeals_to_decide(user).filter(status=Appeal.Status.OPEN).only("project_id"):
-        open_counts[appeal.project_id] = open_counts.get(appeal.project_id, 0) + 1
+    open_counts: dict[int, int] = {}
+    for project_id in (appeals.appeals_to_decide(user).filter(status=Appeal.Status.OPEN)
+                       .values_list("project_id", flat=True)):
+        open_counts[project_id] = open_counts.get(project_id, 0) + 1
     context = {"appeals": list(appeals.appeal_list_for_expert(user)) if user.is_expert else [],
                "decides": [(p, open_counts.get(p.pk, 0)) for p in projects]}
     return render_page(request, LIST, "appeals", context)
@@ -85,7 +87,7 @@ def _target_context(kind: str, obj: Any, user: User) -> dict[str, Any]:
     if kind == Appeal.Kind.REJECTION:
         project = obj.task.project
         return {"assignment": obj, "project": project, "question": obj.task.response.question,
-                "deadline": appeals.rejection_deadline(obj, project), "back_url": reverse("history")}
+                "deadline": appeals.rejection_deadline(obj, project), "back_url": reverse("my_history")}
     return {"entry": obj, "project": obj.project, "question": obj.assignment.task.response.question,
             "deadline": appeals.line_deadline(obj, obj.project), "back_url": reverse("earnings")}
 
@@ -126,12 +128,15 @@ def _project_for_decider(user: User, project_id: int) -> tuple[Project, str]:
     return project, role
 
 
-def _queue_context(user: User, project: Project, role: str, **extra: Any) -> dict[str, Any]:
+def _queue_context(user: User, project: Project, role: str, *, error: str | None = None,
+                   refused: int | None = None, posted: dict[str, str] | None = None) -> dict[str, Any]:
     rows = []
-    for appeal in appeals.appeals_to_decide(user, project=project)[:200]:
+    for appeal in appeals.appeals_to_decide(user, project=project)[:QUEUE_LIMIT]:
         rows.append({"appeal": appeal, "may_decide": appeals.may_decide(user, appeal),
-                     "bound": appeals.appeal_bound(appeal) if appeal.status == Appeal.Status.OPEN else None})
-    return {"project": project, "role": role, "rows": rows, "posted": {}, **extra}
+                     "bound": appeals.appeal_bound(appeal) if appeal.status == Appeal.Status.OPEN else None,
+                     # A refused decision comes back with what was typed, on its own card only.
+                     "posted": posted if appeal.pk == refused else {}})
+    return {"project": project, "role": role, "rows": rows, "error": error}
 
 
 @login_required
@@ -188,11 +193,12 @@ def appeal_decide(request: HttpRequest, appeal_id: int) -> HttpResponse:
 
 def _refused(request: HttpRequest, user: User, appeal: Appeal, exc: DomainError) -> HttpResponse:
     project, role = _project_for_decider(user, appeal.project_id)
-    context = _queue_context(user, project, role, error=error_message(exc), error_appeal=appeal.pk,
+    context = _queue_context(user, project, role, error=error_message(exc), refused=appeal.pk,
                              posted={"outcome": request.POST.get("outcome", ""),
                                      "decision_reason": request.POST.get("decision_reason", ""),
                                      "amount": request.POST.get("amount", "")})
-    return render_page(request, QUEUE, "queue", context, status=UNPROCESSABLE)
+    return render_page(request, QUEUE, "queue", context,
+                       status=exc.status if isinstance(exc, Forbidden) else UNPROCESSABLE)
 
 
 def _pseudonym(appeal: Appeal) -> str:

@@ -70,11 +70,12 @@ def _clean_reason(reason: str | None, field: str = "reason",
     return text
 
 
-def _int(value) -> int | None:
+def _int(value) -> int:
+    """An id from a request; 0 (no row has it) for anything that is not a whole number."""
     try:
         return int(value)
     except (TypeError, ValueError):
-        return None
+        return 0
 
 
 # --- Windows ------------------------------------------------------------------------------

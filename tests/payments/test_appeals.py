@@ -417,3 +417,142 @@ def test_two_deciders_at_once_post_exactly_one_correction(monkeypatch):
     task = Task.objects.get(pk=contested.task_id)
     assert (task.submitted_count, task.live_count) == (2, 2)
     assert ledger_reconcile() == []
+
+
+# --- Pages -----------------------------------------------------------------------------------------
+
+@pytest.mark.django_db
+def test_the_history_offers_contest_and_the_form_sends_an_appeal(rejected, client):
+    _project, _pm, contested = rejected
+    client.force_login(contested.expert)
+    url = f"/payments/appeals/rejections/{contested.pk}/"
+
+    history = client.get("/me/history/").content.decode()
+    form = client.get(url)
+    empty = client.post(url, {"reason": "  "})
+    sent = client.post(url, {"reason": "The guideline allows a miss here."})
+
+    assert url in history
+    assert form.status_code == 200 and "all misses" in form.content.decode()
+    assert empty.status_code == 422
+    assert sent.status_code == 302 and sent["Location"] == "/payments/appeals/"
+    assert Appeal.objects.get().reason == "The guideline allows a miss here."
+    assert url not in client.get("/me/history/").content.decode()
+    assert "The guideline allows a miss here." in client.get("/payments/appeals/").content.decode()
+
+
+@pytest.mark.django_db
+def test_another_experts_contest_form_is_404_and_a_late_one_says_why(rejected, client):
+    project, _pm, contested = rejected
+    url = f"/payments/appeals/rejections/{contested.pk}/"
+    client.force_login(make_expert())
+    assert client.get(url).status_code == 404
+    assert client.post(url, {"reason": "mine"}).status_code == 404
+    client.force_login(contested.expert)
+    project.appeal_window_days = 1
+    project.save(update_fields=["appeal_window_days"])
+    type(contested).objects.filter(pk=contested.pk).update(rejected_at=T0 - timedelta(days=2))
+
+    late = client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans")
+    late_post = client.post(url, {"reason": "late"})
+
+    assert late.status_code == 200 and "申诉期限已于" in late.content.decode()
+    assert 'name="reason"' not in late.content.decode()
+    assert late_post.status_code == 422
+    assert Appeal.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_the_queue_lets_another_pm_accept_after_a_confirmation_and_not_the_rejecting_pm(rejected, client):
+    project, pm, contested = rejected
+    appeal = appeal_create_for_rejection(expert=contested.expert, assignment_id=contested.pk, reason="no", now=T0)
+    queue = f"/payments/projects/{project.pk}/appeals/"
+    decide = f"/payments/appeals/{appeal.pk}/decide/"
+    client.force_login(pm)
+    own_page = client.get(queue).content.decode()
+    own_post = client.post(decide, {"outcome": "deny", "decision_reason": "mine"})
+    client.force_login(_second_pm(project))
+    fragment = client.get(queue, HTTP_HX_REQUEST="true")
+
+    asked = client.post(decide, {"outcome": "accept", "decision_reason": "Justified misses."})
+    assert LedgerEntry.objects.filter(kind="adjustment").count() == 0
+    done = client.post(decide, {"outcome": "accept", "decision_reason": "Justified misses.", "confirmed": "yes"})
+
+    assert decide not in own_page
+    assert "这次驳回是你做出的" in own_page  # the pages speak zh-Hans by default
+    assert own_post.status_code == 403
+    assert fragment.status_code == 200 and b"<html" not in fragment.content and decide.encode() in fragment.content
+    assert asked.status_code == 200 and b'name="confirmed"' in asked.content
+    assert done.status_code == 302
+    appeal.refresh_from_db()
+    assert appeal.status == "accepted" and LedgerEntry.objects.filter(kind="adjustment").count() == 1
+    assert "Justified misses." in client.get(queue).content.decode()
+
+
+@pytest.mark.django_db
+def test_another_projects_pm_and_a_bronze_expert_get_404_on_the_queue_and_the_decision(rejected, client):
+    project, _pm, contested = rejected
+    appeal = appeal_create_for_rejection(expert=contested.expert, assignment_id=contested.pk, reason="no", now=T0)
+    outsider = PMFactory()
+    make_paid_project(experts=[outsider], n_questions=1)
+    bronze = Assignment.objects.filter(task=contested.task, status="submitted").first().expert
+
+    for user in (outsider, bronze):
+        client.force_login(user)
+        assert client.get(f"/payments/projects/{project.pk}/appeals/").status_code == 404
+        assert client.post(f"/payments/appeals/{appeal.pk}/decide/",
+                           {"outcome": "deny", "decision_reason": "x"}).status_code == 404
+    appeal.refresh_from_db()
+    assert appeal.status == "open"
+
+
+@pytest.mark.django_db
+def test_a_statement_line_has_a_contest_button_and_then_shows_the_outcome(line, client):
+    project, pm, expert, entry, closed_at = line
+    statement = entry.period.statements.get(expert=expert)
+    client.force_login(expert)
+    page = client.get(f"/payments/statements/{statement.pk}/").content.decode()
+    appeal = appeal_create_for_line(expert=expert, entry_id=entry.pk, reason="tier", now=timezone.now())
+    appeal_decide(actor=pm, appeal_id=appeal.pk, outcome="deny", reason="Bronze that week.", now=timezone.now())
+
+    after = client.get(f"/payments/statements/{statement.pk}/").content.decode()
+
+    assert f"/payments/appeals/lines/{entry.pk}/" in page
+    assert f"/payments/appeals/lines/{entry.pk}/" not in after and "Bronze that week." in after
+
+
+# --- API ---------------------------------------------------------------------------------------------
+
+@pytest.mark.django_db
+def test_the_api_contests_lists_and_decides(rejected):
+    from rest_framework.test import APIClient
+
+    project, pm, contested = rejected
+    expert_api, decider_api, stranger_api = APIClient(), APIClient(), APIClient()
+    expert_api.force_authenticate(contested.expert)
+    decider_api.force_authenticate(_second_pm(project))
+    stranger_api.force_authenticate(make_expert())
+
+    refused = stranger_api.post("/api/v1/appeals/", {"kind": "rejection", "target_id": contested.pk,
+                                                     "reason": "mine"}, format="json")
+    created = expert_api.post("/api/v1/appeals/", {"kind": "rejection", "target_id": contested.pk,
+                                                   "reason": "Not spam."}, format="json")
+    twice = expert_api.post("/api/v1/appeals/", {"kind": "rejection", "target_id": contested.pk,
+                                                 "reason": "Not spam."}, format="json")
+    appeal_id = created.json()["id"]
+    queue = decider_api.get(f"/api/v1/appeals/to-decide/?project={project.pk}&status=open")
+    decided = decider_api.post(f"/api/v1/appeals/{appeal_id}/decide/", {"outcome": "accept", "reason": "ok"},
+                               format="json")
+    again = decider_api.post(f"/api/v1/appeals/{appeal_id}/decide/", {"outcome": "accept", "reason": "ok"},
+                             format="json")
+    mine = expert_api.get("/api/v1/appeals/mine/")
+
+    assert refused.status_code == 404
+    assert created.status_code == 201 and created.json()["rejected_reason"] == "spam"
+    assert (twice.status_code, twice.json()["code"]) == (409, "appeal_exists")
+    assert [a["id"] for a in queue.json()] == [appeal_id]
+    assert decided.status_code == 200 and decided.json()["status"] == "accepted"
+    assert (again.status_code, again.json()["code"]) == (409, "appeal_already_decided")
+    assert mine.json()[0]["decision_reason"] == "ok" and mine.json()[0]["credited"] is not None
+    assert stranger_api.get(f"/api/v1/appeals/to-decide/?project={project.pk}").status_code == 404
+    assert LedgerEntry.objects.filter(kind="adjustment").count() == 1

@@ -131,9 +131,10 @@ def _project_for_decider(user: User, project_id: int) -> tuple[Project, str]:
 def _queue_context(user: User, project: Project, role: str, *, error: str | None = None,
                    refused: int | None = None, posted: dict[str, str] | None = None) -> dict[str, Any]:
     rows = []
-    for appeal in appeals.appeals_to_decide(user, project=project)[:QUEUE_LIMIT]:
-        rows.append({"appeal": appeal, "may_decide": appeals.may_decide(user, appeal),
-                     "bound": appeals.appeal_bound(appeal) if appeal.status == Appeal.Status.OPEN else None,
+    listed = list(appeals.appeals_to_decide(user, project=project)[:QUEUE_LIMIT])
+    bounds = appeals.appeal_bounds(listed)
+    for appeal in listed:
+        rows.append({"appeal": appeal, "may_decide": appeals.may_decide(user, appeal), "bound": bounds.get(appeal.pk),
                      # A refused decision comes back with what was typed, on its own card only.
                      "posted": posted if appeal.pk == refused else {}})
     return {"project": project, "role": role, "rows": rows, "error": error}

@@ -265,6 +265,26 @@ def appeal_bound(appeal: Appeal) -> Bound:
     return Bound(amount=amount, maximum=amount, currency=currency, editable=False)
 
 
+def appeal_bounds(appeal_list: list[Appeal]) -> dict[int, Bound]:
+    """`appeal_bound` of each open appeal of a page, with one query for all the restored earnings."""
+    rejection_ids = [a.assignment_id for a in appeal_list
+                     if a.kind == Appeal.Kind.REJECTION and a.status == Appeal.Status.OPEN]
+    earnings = {e.assignment_id: e for e in LedgerEntry.objects.filter(
+        assignment_id__in=rejection_ids, kind=LedgerEntry.Kind.EARNING)}
+    bounds = {}
+    for appeal in appeal_list:
+        if appeal.status != Appeal.Status.OPEN:
+            continue
+        if appeal.kind == Appeal.Kind.STATEMENT_LINE:
+            bounds[appeal.pk] = appeal_bound(appeal)
+            continue
+        earning = earnings.get(appeal.assignment_id)
+        bounds[appeal.pk] = Bound(amount=earning.amount if earning else Decimal("0.00"),
+                                  maximum=earning.amount if earning else Decimal("0.00"),
+                                  currency=earning.currency if earning else "", editable=False)
+    return bounds
+
+
 def _clean_amount(value, bound: Bound) -> Decimal:
     if not bound.editable or value in (None, ""):
         return bound.amount

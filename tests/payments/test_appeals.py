@@ -556,3 +556,45 @@ def test_the_api_contests_lists_and_decides(rejected):
     assert mine.json()[0]["decision_reason"] == "ok" and mine.json()[0]["credited"] is not None
     assert stranger_api.get(f"/api/v1/appeals/to-decide/?project={project.pk}").status_code == 404
     assert LedgerEntry.objects.filter(kind="adjustment").count() == 1
+
+
+@pytest.mark.django_db
+def test_a_gold_expert_finds_the_queue_from_their_appeals_page_and_denies(rejected, client):
+    from annotation.services import project_add_member
+
+    project, _pm, contested = rejected
+    appeal = appeal_create_for_rejection(expert=contested.expert, assignment_id=contested.pk, reason="no", now=T0)
+    gold = make_expert("gold")
+    project_add_member(project=project, user=gold)
+    client.force_login(gold)
+
+    mine = client.get("/payments/appeals/").content.decode()
+    queue = client.get(f"/payments/projects/{project.pk}/appeals/")
+    denied = client.post(f"/payments/appeals/{appeal.pk}/decide/", {"outcome": "deny",
+                                                                    "decision_reason": "Spam indeed."})
+
+    assert f"/payments/projects/{project.pk}/appeals/" in mine
+    assert queue.status_code == 200 and b'class="subnav"' not in queue.content  # no PM tabs for an expert
+    assert denied.status_code == 302
+    appeal.refresh_from_db()
+    assert (appeal.status, appeal.decided_by) == ("denied", gold)
+    assert LedgerEntry.objects.filter(kind="adjustment").count() == 0
+
+
+@pytest.mark.django_db
+def test_the_queue_reads_a_bounded_number_of_queries_whatever_the_number_of_appeals(
+        client, monkeypatch, django_assert_max_num_queries):
+    monkeypatch.setattr(rejection, "task_send_on_commit", lambda name, **kw: None)
+    pm, decider = PMFactory(), PMFactory()
+    experts = [make_expert() for _ in range(6)]
+    project = make_paid_project(experts=[*experts, pm, decider], n_questions=2)
+    for expert in experts:
+        contested = _submit(expert, project, 0)
+        submission_reject(actor=pm, assignment_id=contested.pk, reason="spam", reason_code="spam", now=T0)
+        appeal_create_for_rejection(expert=expert, assignment_id=contested.pk, reason="no", now=T0)
+    client.force_login(decider)
+
+    with django_assert_max_num_queries(11):
+        page = client.get(f"/payments/projects/{project.pk}/appeals/")
+
+    assert page.content.decode().count('class="stack appeal-decide"') == 6

@@ -598,3 +598,15 @@ def test_the_queue_reads_a_bounded_number_of_queries_whatever_the_number_of_appe
         page = client.get(f"/payments/projects/{project.pk}/appeals/")
 
     assert page.content.decode().count('class="stack appeal-decide"') == 6
+
+
+@pytest.mark.django_db
+def test_accepting_asks_for_a_report_recompute_like_the_rejection_did(rejected, monkeypatch):
+    project, _pm, contested = rejected
+    sent: list[tuple] = []
+    monkeypatch.setattr(rejection, "task_send_on_commit", lambda name, **kw: sent.append((name, kw)))
+    appeal = appeal_create_for_rejection(expert=contested.expert, assignment_id=contested.pk, reason="no", now=T0)
+
+    appeal_decide(actor=_second_pm(project), appeal_id=appeal.pk, outcome="accept", reason="ok", now=T0)
+
+    assert sent == [("annotation.agreement_report_request", {"project_id": project.pk})]

@@ -16,6 +16,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", ApiDocsView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("annotation.api.urls")),
+    path("api/v1/", include("payments.api_urls")),
     path("accounts/", include(experts_urls.account_urlpatterns)),
     path("me/", include(experts_urls.me_urlpatterns)),
     path("notifications/", include(experts_urls.notification_urlpatterns)),

@@ -221,4 +221,27 @@ class ErrorCode(models.TextChoices):
     EXPORT_NOT_READY = "export_not_ready", _("This export is not ready yet (%(status)s).")
 
 
+    # Appeals (payments.appeals).
+    APPEAL_WINDOW_CLOSED = "appeal_window_closed", _(
+        "The time to contest this ended on %(deadline)s: this project allows %(days)s days.")
+    APPEAL_EXISTS = "appeal_exists", _("This was contested already; an appeal is decided once and its decision "
+                                       "is final.")
+    APPEAL_REASON_REQUIRED = "appeal_reason_required", _("Say why you contest this.")
+    APPEAL_REASON_TOO_LONG = "appeal_reason_too_long", _("The reason is too long (at most %(limit)s characters).")
+    APPEAL_NOT_CONTESTABLE = "appeal_not_contestable", _(
+        "Only a rejection of your submission or an earning on your statement can be contested.")
+    APPEAL_USE_REJECTION = "appeal_use_rejection", _(
+        "This deduction comes from a rejection: contest the rejection itself, from your history.")
+    APPEAL_OWN_REJECTION = "appeal_own_rejection", _(
+        "You rejected this submission, so another project manager or a senior expert decides its appeal.")
+    APPEAL_ALREADY_DECIDED = "appeal_already_decided", _("This appeal was decided already: %(status)s.")
+    APPEAL_OUTCOME_UNKNOWN = "appeal_outcome_unknown", _("Choose whether to accept or deny the appeal.")
+    APPEAL_DECISION_REASON_REQUIRED = "appeal_decision_reason_required", _(
+        "Give the reason for your decision; the expert reads it.")
+    APPEAL_AMOUNT_INVALID = "appeal_amount_invalid", _(
+        "The amount must be more than 0 and at most %(max)s %(currency)s.")
+    RESTORED_ON_APPEAL = "restored_on_appeal", _("This submission was restored on appeal; it cannot be rejected "
+                                                 "again.")
+
+
 GENERIC_CODES = frozenset({ErrorCode.INVALID, ErrorCode.CONFLICT, ErrorCode.FORBIDDEN})

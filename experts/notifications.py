@@ -25,7 +25,10 @@ TEMPLATES = {
     "task_superseded": _("Rubric version %(version)s of “%(project)s” changed the items of a task you held, "
                          "so that lease has ended; your draft is kept and new tasks use the new version."),
     "tier_changed": _("Your tier changed from %(from_tier)s to %(to_tier)s: %(reason)s"),
+    "appeal_decided": _("Your appeal in “%(project)s” was %(outcome)s: %(reason)s"),
 }
+# The outcome of an appeal, shown in the reader's language.
+APPEAL_OUTCOMES = {"accepted": _("accepted"), "denied": _("denied")}
 # Params that hold a tier code, shown as the tier's name in the reader's language.
 TIER_PARAMS = ("from_tier", "to_tier")
 
@@ -35,6 +38,8 @@ def _render(kind: str, params: dict) -> str:
     for key in TIER_PARAMS:
         if key in values and values[key] in Tier.values:
             values[key] = Tier(values[key]).label
+    if kind == "appeal_decided" and values.get("outcome") in APPEAL_OUTCOMES:
+        values["outcome"] = APPEAL_OUTCOMES[values["outcome"]]
     if kind == "tier_changed" and values.get("reason_code"):
         values["reason"] = tier_reason_text(code=values["reason_code"], params=values.get("reason_params") or {},
                                             fallback=values.get("reason", ""))

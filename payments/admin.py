@@ -14,7 +14,16 @@ from django.utils.translation import gettext_lazy as _
 
 from core.admin import ReadOnlyAdmin
 from core.errors import DomainError, error_message
-from payments.models import LedgerEntry, PaymentSettings, PayoutBatch, Period, PriceRule, Statement, TierMultiplier
+from payments.models import (
+    Appeal,
+    LedgerEntry,
+    PaymentSettings,
+    PayoutBatch,
+    Period,
+    PriceRule,
+    Statement,
+    TierMultiplier,
+)
 from payments.pricing import (
     RuleChange,
     price_rule_clean,
@@ -161,3 +170,15 @@ class StatementAdmin(ReadOnlyAdmin):
 class PayoutBatchAdmin(ReadOnlyAdmin):
     list_display = ("id", "project", "period", "total", "currency", "statement_count", "status", "paid_at")
     list_filter = ("status", "project")
+
+
+@admin.register(Appeal)
+class AppealAdmin(ReadOnlyAdmin):
+    """Shown only: an appeal is decided on its queue page, whose service posts the correction."""
+
+    list_display = ("id", "kind", "status", "project", "expert", "assignment", "created_at", "decided_at",
+                    "decided_by")
+    list_filter = ("status", "kind")
+    list_select_related = ("project", "expert", "decided_by")
+    search_fields = ("expert__username",)
+    raw_id_fields = ("assignment", "entry", "correction")

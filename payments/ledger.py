@@ -18,6 +18,7 @@ tier recorded at submission (`payments.pricing`).
 """
 import logging
 from datetime import datetime
+from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, QuerySet
@@ -44,6 +45,10 @@ def earning_key(assignment_id: int) -> str:
 
 def reversal_key(assignment_id: int) -> str:
     return f"reversal:{assignment_id}"
+
+
+def correction_key(appeal_id: int) -> str:
+    return f"appeal:{appeal_id}"
 
 
 def _open_period_after(project_id: int, at: datetime) -> Period | None:
@@ -145,6 +150,24 @@ def ledger_post_reversal(*, assignment_id: int, reason: str, actor: User | None,
             "submitted_at": earning.submitted_at, "reverses": earning, "reason": reason, "created_by": actor,
         })
     logger.info("reversal posted", extra={"assignment_id": assignment_id, "entry_id": entry.pk})
+    return entry
+
+
+def ledger_post_correction(*, appeal_id: int, earning: LedgerEntry, amount: Decimal, reason: str,
+                           actor: User | None, now: datetime) -> LedgerEntry:
+    """Post the correction of an accepted appeal: a positive entry beside the earning it restores
+    or corrects, priced like it, in the period open at `now`; once per appeal (its key)."""
+    reason = reason.strip()[:MAX_REASON_CHARS]
+    if amount <= 0 or not reason:
+        raise ValueError("a correction needs a positive amount and a reason")
+    entry = _insert(key=correction_key(appeal_id), project_id=earning.project_id, now=now, fields={
+        "kind": LedgerEntry.Kind.ADJUSTMENT, "expert_id": earning.expert_id, "assignment_id": earning.assignment_id,
+        "amount": amount, "currency": earning.currency, "difficulty": earning.difficulty, "tier": earning.tier,
+        "base_price": earning.base_price, "multiplier": earning.multiplier, "price_rule_id": earning.price_rule_id,
+        "tier_multiplier_id": earning.tier_multiplier_id, "submitted_at": earning.submitted_at, "reason": reason,
+        "created_by": actor,
+    })
+    logger.info("appeal correction posted", extra={"appeal_id": appeal_id, "entry_id": entry.pk})
     return entry
 
 

@@ -11,12 +11,19 @@ kind in ascending pk):
    closed and goes to the next one; postings do not wait for each other.
 3. `PayoutBatch`, FOR UPDATE: approving and marking paid.
 
+Apart from that chain, and before it: `Appeal` (`appeal_lock`), FOR UPDATE while it is
+decided. It is the first lock of its transaction; accepting a rejection appeal then takes
+annotation's task and assignment (its order, `annotation.lock_objects`) and posts the
+correction (the period share lock above). No code that holds an annotation or period lock
+ever asks for an appeal, so two deciders queue on the appeal row and the second finds it
+decided.
+
 Ledger posting takes no lock of a lower app: it runs in its own transaction after the
 submission committed (or within a rejection, which holds no annotation lock).
 """
 from django.db import connection
 
-from payments.models import PaymentSettings, PayoutBatch, Period
+from payments.models import Appeal, PaymentSettings, PayoutBatch, Period
 
 
 def payment_settings_lock(project_id: int) -> PaymentSettings:
@@ -46,3 +53,7 @@ def period_share_if_open(period_id: int) -> bool:
 
 def payout_batch_lock(batch_id: int) -> PayoutBatch:
     return PayoutBatch.objects.select_for_update(of=("self",)).get(pk=batch_id)
+
+
+def appeal_lock(appeal_id: int) -> Appeal:
+    return Appeal.objects.select_for_update(of=("self",)).get(pk=appeal_id)

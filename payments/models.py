@@ -26,7 +26,7 @@ from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from annotation.models import Difficulty
+from annotation.models import Assignment, Difficulty
 from experts.models import Tier
 
 MONEY = {"max_digits": 12, "decimal_places": 2}
@@ -186,16 +186,20 @@ class Period(models.Model):
 
 
 class LedgerEntry(models.Model):
-    """One posting of money to an expert: an earning for a submission, or its reversal.
+    """One posting of money to an expert: an earning for a submission, its reversal, or an
+    appeal's correction.
 
     Append-only: the database refuses UPDATE and DELETE. An assignment has at most one
     earning and one reversal (a unique constraint), and every entry a unique
-    idempotency key (`earning:<assignment id>`, `reversal:<assignment id>`).
+    idempotency key (`earning:<assignment id>`, `reversal:<assignment id>`,
+    `appeal:<appeal id>`). A correction (kind `adjustment`) is the only way an accepted
+    appeal moves money: a new positive entry beside the ones it corrects, never an edit.
     """
 
     class Kind(models.TextChoices):
         EARNING = "earning", _("Earning")
         REVERSAL = "reversal", _("Reversal")
+        ADJUSTMENT = "adjustment", _("Appeal correction")
 
     idempotency_key = models.CharField(_("idempotency key"), max_length=100, unique=True)
     kind = models.CharField(_("kind"), max_length=10, choices=Kind.choices)
@@ -230,10 +234,13 @@ class LedgerEntry(models.Model):
         verbose_name_plural = _("ledger entries")
         ordering = ["id"]
         constraints = [
-            models.UniqueConstraint(fields=["assignment", "kind"], name="ledger_one_entry_per_assignment_kind"),
+            # Corrections are one per accepted appeal (their key), so an assignment may have several.
+            models.UniqueConstraint(fields=["assignment", "kind"], condition=~Q(kind="adjustment"),
+                                    name="ledger_one_entry_per_assignment_kind"),
             models.CheckConstraint(
                 condition=Q(kind="earning", amount__gte=0, reverses__isnull=True)
-                | (Q(kind="reversal", amount__lte=0, reverses__isnull=False) & ~Q(reason="")),
+                | (Q(kind="reversal", amount__lte=0, reverses__isnull=False) & ~Q(reason=""))
+                | (Q(kind="adjustment", amount__gt=0, reverses__isnull=True) & ~Q(reason="")),
                 name="ledger_kind_shape",
             ),
             _currency_check("ledger_currency_known"),
@@ -334,3 +341,80 @@ class PayoutBatch(models.Model):
 
     def __str__(self) -> str:
         return f"payout batch {self.pk} (period {self.period_id}, {self.total} {self.currency}, {self.status})"
+
+
+class Appeal(models.Model):
+    """An expert contests a rejection of their submission or a line of their statement.
+
+    One appeal per target, ever: a decision is final, so an expert cannot ask decider after
+    decider until one says yes, and no target can be paid twice (partial unique constraints).
+    A rejection appeal keeps a copy of the rejection it contests (`rejected_*`): accepting it
+    clears those fields on the assignment (its status is `submitted` again), and this row is
+    where the rejection stays on record. An accepted appeal points at the one ledger entry it
+    posted (`correction`; none only for work priced at nothing); a denied one posts nothing.
+    """
+
+    class Kind(models.TextChoices):
+        REJECTION = "rejection", _("Rejection")
+        STATEMENT_LINE = "statement_line", _("Statement line")
+
+    class Status(models.TextChoices):
+        OPEN = "open", pgettext_lazy("appeal", "Open")
+        ACCEPTED = "accepted", pgettext_lazy("appeal", "Accepted")
+        DENIED = "denied", pgettext_lazy("appeal", "Denied")
+
+    kind = models.CharField(_("kind"), max_length=16, choices=Kind.choices)
+    status = models.CharField(_("status"), max_length=10, choices=Status.choices, default=Status.OPEN)
+    project = models.ForeignKey("annotation.Project", on_delete=models.PROTECT, related_name="appeals",
+                                verbose_name=_("project"))
+    expert = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="appeals",
+                               verbose_name=_("expert"))
+    assignment = models.ForeignKey("annotation.Assignment", on_delete=models.PROTECT, related_name="appeals",
+                                   verbose_name=_("assignment"))
+    entry = models.ForeignKey(LedgerEntry, on_delete=models.PROTECT, null=True, blank=True,
+                              related_name="appeals", verbose_name=_("statement line"))
+    reason = models.TextField(_("reason"))
+    created_at = models.DateTimeField(_("created at"))
+    # The rejection contested, as it stood when the appeal was made.
+    rejected_at = models.DateTimeField(_("rejected at"), null=True, blank=True)
+    rejected_reason = models.CharField(_("rejection reason"), max_length=12, blank=True,
+                                       choices=Assignment.RejectReason.choices)
+    rejected_text = models.TextField(_("rejection text"), blank=True)
+    rejected_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
+                                    related_name="+", verbose_name=_("rejected by"))
+    decided_at = models.DateTimeField(_("decided at"), null=True, blank=True)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
+                                   related_name="+", verbose_name=_("decided by"))
+    decision_reason = models.TextField(_("decision reason"), blank=True)
+    correction = models.OneToOneField(LedgerEntry, on_delete=models.PROTECT, null=True, blank=True,
+                                      related_name="appeal_correction", verbose_name=_("correction"))
+
+    class Meta:
+        verbose_name = _("appeal")
+        verbose_name_plural = _("appeals")
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["assignment"], condition=Q(kind="rejection"),
+                                    name="appeal_one_per_rejection"),
+            models.UniqueConstraint(fields=["entry"], condition=Q(kind="statement_line"),
+                                    name="appeal_one_per_statement_line"),
+            models.CheckConstraint(
+                condition=Q(kind="rejection", entry__isnull=True, rejected_at__isnull=False)
+                | Q(kind="statement_line", entry__isnull=False),
+                name="appeal_kind_shape",
+            ),
+            models.CheckConstraint(condition=~Q(reason=""), name="appeal_reason_given"),
+            models.CheckConstraint(
+                condition=Q(status="open", decided_at__isnull=True, correction__isnull=True)
+                | (Q(status="accepted", decided_at__isnull=False) & ~Q(decision_reason=""))
+                | (Q(status="denied", decided_at__isnull=False, correction__isnull=True) & ~Q(decision_reason="")),
+                name="appeal_status_shape",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["project", "status"], name="appeal_project_status_idx"),
+            models.Index(fields=["expert", "created_at"], name="appeal_expert_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"appeal {self.pk} ({self.kind}, assignment {self.assignment_id}, {self.status})"

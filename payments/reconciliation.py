@@ -9,6 +9,9 @@ balance); the `reconcile_ledger` command prints them and exits non-zero. The che
 - every submitted work assignment has exactly one earning (and at most one reversal,
   which the schema guarantees); nothing else has any entry;
 - every reversal cancels its own assignment's earning exactly;
+- every appeal correction is the one entry of an accepted appeal of its own assignment,
+  no larger than what that appeal could credit; a submission restored on appeal has
+  its correction, and an accepted rejection appeal left no submission rejected;
 - no entry is orphaned: each sits in a statement once its period is closed, and its
   project, period, expert and assignment agree;
 - every earning carries the price in force at submission, rounded once.
@@ -24,7 +27,16 @@ from django.db.models.functions import Coalesce
 
 from annotation.models import Assignment
 from payments.ledger import assignments_missing_earning
-from payments.models import LedgerEntry, PaymentSettings, PayoutBatch, Period, PriceRule, Statement, TierMultiplier
+from payments.models import (
+    Appeal,
+    LedgerEntry,
+    PaymentSettings,
+    PayoutBatch,
+    Period,
+    PriceRule,
+    Statement,
+    TierMultiplier,
+)
 from payments.pricing import DEFAULT_BASE_PRICES, money_round, quote_from_rules, tier_or_default
 
 ZERO = Decimal("0.00")
@@ -113,6 +125,31 @@ def _assignments(*, submitted_before: datetime | None) -> Iterator[Problem]:
                                            f"assignment's earning exactly")
 
 
+def _appeals() -> Iterator[Problem]:
+    corrections = LedgerEntry.objects.filter(kind=LedgerEntry.Kind.ADJUSTMENT)
+    unbacked = corrections.filter(~Q(appeal_correction__status=Appeal.Status.ACCEPTED)
+                                  | Q(appeal_correction__isnull=True)
+                                  | ~Q(appeal_correction__assignment_id=F("assignment_id")))
+    for pk in unbacked.values_list("pk", flat=True):
+        yield Problem("correction_unbacked", f"correction {pk} is not the entry of an accepted appeal of its "
+                                             f"assignment")
+    earning = LedgerEntry.objects.filter(assignment_id=OuterRef("assignment_id"), kind=LedgerEntry.Kind.EARNING)
+    too_large = corrections.annotate(earned=Subquery(earning.values("amount")[:1])).filter(
+        Q(earned__isnull=True) | Q(amount__gt=F("earned")))
+    for pk in too_large.values_list("pk", flat=True):
+        yield Problem("correction_too_large", f"correction {pk} credits more than the earning it corrects")
+    reversed_ = LedgerEntry.objects.filter(assignment_id=OuterRef("pk"), kind=LedgerEntry.Kind.REVERSAL)
+    restored = Appeal.objects.filter(assignment_id=OuterRef("pk"), kind=Appeal.Kind.REJECTION,
+                                     status=Appeal.Status.ACCEPTED)
+    for pk in (Assignment.objects.filter(status=Assignment.Status.SUBMITTED).filter(Exists(reversed_))
+               .exclude(Exists(restored)).values_list("pk", flat=True)):
+        yield Problem("restored_without_appeal", f"assignment {pk} was reversed and is counted again without "
+                                                 f"an accepted appeal")
+    for pk in (Appeal.objects.filter(kind=Appeal.Kind.REJECTION, status=Appeal.Status.ACCEPTED,
+                                     assignment__status=Assignment.Status.REJECTED).values_list("pk", flat=True)):
+        yield Problem("appeal_not_restored", f"appeal {pk} was accepted but its submission is still rejected")
+
+
 def _orphans() -> Iterator[Problem]:
     has_statement = Statement.objects.filter(period_id=OuterRef("period_id"), expert_id=OuterRef("expert_id"))
     orphans = (LedgerEntry.objects.filter(period__status=Period.Status.CLOSED).exclude(Exists(has_statement))
@@ -167,5 +204,5 @@ def ledger_reconcile(*, now: datetime | None = None, grace: timedelta = timedelt
     yet expected to have their earning (the posting task may still be on its way).
     """
     submitted_before = now - grace if now is not None and grace else None
-    return [*_statements(), *_batches(), *_assignments(submitted_before=submitted_before), *_orphans(),
+    return [*_statements(), *_batches(), *_assignments(submitted_before=submitted_before), *_appeals(), *_orphans(),
             *_prices()]

@@ -4,18 +4,27 @@ An expert's statement lines name the task, question, rubric version and difficul
 each piece of work, never the model that wrote the response.
 """
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 
 from django.db.models import Count, Q, QuerySet, Sum
 
-from annotation.models import Difficulty, ItemConsensus, Project
+from annotation.models import Assignment, Difficulty, ItemConsensus, Project
 from annotation.selectors import project_get_for_user, project_list_for_user
 from core.errors import NotFound
 from experts.models import TIER_ORDER, ExpertProfile, Tier, User
 from payments import permissions
-from payments.models import LedgerEntry, PaymentSettings, PayoutBatch, Period, PriceRule, Statement, TierMultiplier
+from payments.models import (
+    Appeal,
+    LedgerEntry,
+    PaymentSettings,
+    PayoutBatch,
+    Period,
+    PriceRule,
+    Statement,
+    TierMultiplier,
+)
 from payments.pricing import project_currency, quote_from_rules
 
 ZERO = Decimal("0.00")
@@ -80,10 +89,20 @@ class Line:
     amount: Decimal
     currency: str
     reason: str
+    appeal: Appeal | None = None  # the expert's appeal against this line, when there is one
 
     @property
     def is_reversal(self) -> bool:
         return self.kind == LedgerEntry.Kind.REVERSAL
+
+    @property
+    def is_correction(self) -> bool:
+        return self.kind == LedgerEntry.Kind.ADJUSTMENT
+
+    @property
+    def contestable(self) -> bool:
+        """An earning line without an appeal (the window is checked when the form opens)."""
+        return self.kind == LedgerEntry.Kind.EARNING and self.appeal is None and self.amount > 0
 
     @property
     def base_price_text(self) -> str:
@@ -117,8 +136,10 @@ LINE_FIELDS = {
 
 def _lines(entries: QuerySet[LedgerEntry]) -> list[Line]:
     names = list(LINE_FIELDS)
-    return [Line(**dict(zip(names, row, strict=True)))
-            for row in entries.order_by("posted_at", "pk").values_list(*LINE_FIELDS.values())]
+    lines = [Line(**dict(zip(names, row, strict=True)))
+             for row in entries.order_by("posted_at", "pk").values_list(*LINE_FIELDS.values())]
+    appeals = {a.entry_id: a for a in Appeal.objects.filter(entry_id__in=[line.entry_id for line in lines])}
+    return [replace(line, appeal=appeals.get(line.entry_id)) for line in lines]
 
 
 def lines_pending_for_expert(expert: User, *, limit: int = RECENT_LINES) -> list[Line]:
@@ -236,6 +257,7 @@ class PeriodCost:
     submissions: int
     consensus_labels: int
     batch: PayoutBatch | None
+    corrected: Decimal = ZERO  # appeal corrections, part of `net`
 
     @property
     def per_label(self) -> Decimal | None:
@@ -277,6 +299,7 @@ def project_cost(project: Project, *, with_periods: bool = True) -> ProjectCost:
             row["period_id"]: row for row in entries.values("period_id").annotate(
                 earned=Sum("amount", filter=Q(kind=LedgerEntry.Kind.EARNING)),
                 reversed=Sum("amount", filter=Q(kind=LedgerEntry.Kind.REVERSAL)),
+                corrected=Sum("amount", filter=Q(kind=LedgerEntry.Kind.ADJUSTMENT)),
                 submissions=Count("pk", filter=Q(kind=LedgerEntry.Kind.EARNING)),
             ).order_by("period_id")
         }
@@ -286,8 +309,10 @@ def project_cost(project: Project, *, with_periods: bool = True) -> ProjectCost:
             row = by_period.get(period.pk, {})
             earned = row.get("earned") or ZERO
             reversed_ = row.get("reversed") or ZERO
+            corrected = row.get("corrected") or ZERO
             periods.append(PeriodCost(
-                period=period, earned=earned, reversed=reversed_, net=earned + reversed_,
+                period=period, earned=earned, reversed=reversed_, net=earned + reversed_ + corrected,
+                corrected=corrected,
                 submissions=row.get("submissions", 0),
                 consensus_labels=labels.filter(computed_at__gte=period.starts_at,
                                                computed_at__lt=period.ends_at).count(),
@@ -317,6 +342,7 @@ class SubmissionRow:
     currency: str
     rejected: bool
     reason: str
+    restored: bool = False  # rejected, then restored on appeal (its reversal and correction both stand)
 
 
 def submissions_for_review(project: Project, *, limit: int = RECENT_LINES) -> list[SubmissionRow]:
@@ -334,6 +360,7 @@ def submissions_for_review(project: Project, *, limit: int = RECENT_LINES) -> li
             expert=pseudonyms.get(entry.expert_id, f"#{entry.expert_id}"), submitted_at=entry.submitted_at,
             amount=entry.amount, currency=entry.currency, rejected=reversal is not None,
             reason=reversal.reason if reversal is not None else "",
+            restored=reversal is not None and entry.assignment.status == Assignment.Status.SUBMITTED,
         ))
     return rows
 
@@ -354,6 +381,7 @@ def submission_get_for_review(project: Project, assignment_id) -> SubmissionRow:
         expert=pseudonym or f"#{entry.expert_id}", submitted_at=entry.submitted_at,
         amount=entry.amount, currency=entry.currency, rejected=reversal is not None,
         reason=reversal.reason if reversal is not None else "",
+        restored=reversal is not None and entry.assignment.status == Assignment.Status.SUBMITTED,
     )
 
 

@@ -22,12 +22,13 @@ from django.db.models import Count, Sum
 from annotation import permissions as annotation_permissions
 from annotation.models import Assignment, Project
 from annotation.submission.rejection import submission_reject_labels
+from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError, NotFound
 from experts.models import User
 from payments import permissions
 from payments.ledger import ledger_post_reversal, reversal_key
 from payments.lock_objects import payment_settings_lock, payout_batch_lock, period_lock
-from payments.models import Currency, LedgerEntry, PaymentSettings, PayoutBatch, Period, Statement
+from payments.models import Appeal, Currency, LedgerEntry, PaymentSettings, PayoutBatch, Period, Statement
 
 logger = logging.getLogger(__name__)
 
@@ -202,6 +203,10 @@ def submission_reject(*, actor: User, assignment_id, reason: str, now: datetime,
         raise NotFound("No such submission.") from None
     if not annotation_permissions.can_manage(actor, assignment.task.project):
         raise NotFound("No such submission.")
+    if Appeal.objects.filter(assignment=assignment, kind=Appeal.Kind.REJECTION,
+                             status=Appeal.Status.ACCEPTED).exists():
+        # Its reversal and correction stand; a second rejection would need a second reversal.
+        raise Conflict(str(ErrorCode.RESTORED_ON_APPEAL.label), code=ErrorCode.RESTORED_ON_APPEAL)
     if LedgerEntry.objects.filter(idempotency_key=reversal_key(assignment.pk)).exists():
         raise Conflict("This submission is already rejected.", code="already_rejected")
     if assignment.status != Assignment.Status.SUBMITTED or assignment.kind != Assignment.Kind.WORK:

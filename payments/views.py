@@ -29,7 +29,7 @@ from core.confirm import Confirmation, confirmation_given, confirmation_page
 from core.errors import Conflict, DomainError, NotFound, error_message
 from core.pages import render_page
 from payments import permissions, selectors, services
-from payments.models import PayoutBatch
+from payments.models import Appeal, PayoutBatch
 
 EARNINGS = "payments/earnings.html"
 STATEMENT = "payments/statement.html"
@@ -84,6 +84,7 @@ def _project_context(request: HttpRequest, project_id: int) -> dict[str, Any]:
         "settings": selectors.payment_settings_for(project),
         "can_settle": permissions.can_settle(request.user),
         "reject_reasons": Assignment.RejectReason.choices,
+        "open_appeals": Appeal.objects.filter(project=project, status=Appeal.Status.OPEN).count(),
     }
 
 

@@ -51,6 +51,8 @@ class ProjectOut(serializers.Serializer):
     hard_min_tier = serializers.CharField()
     tie_extra_experts = serializers.BooleanField(help_text="draw one more expert for a tied item")
     tie_extra_cap = serializers.IntegerField(help_text="most extra experts per task for ties")
+    appeal_window_days = serializers.IntegerField(
+        help_text="days an expert has to contest a rejection or a statement line")
 
 
 class ProjectCreateApi(APIView):

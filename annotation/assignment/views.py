@@ -5,6 +5,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db.models import prefetch_related_objects
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -127,8 +128,12 @@ def history(request: SignedInRequest) -> HttpResponse:
     if not request.user.is_expert:
         raise Http404
     page = Paginator(expert_history(request.user), HISTORY_PAGE_SIZE).get_page(request.GET.get("page"))
+    assignments = list(page.object_list)
+    # Appeals are payments' rows (a higher app): reached by their reverse relation, never imported.
+    prefetch_related_objects(assignments, "appeals__correction")
     rows = [{"assignment": a, "question": a.task.response.question, "project": a.task.project,
-             "status": history_status(a), "at": a.finished_at} for a in page.object_list]
+             "status": history_status(a), "at": a.finished_at,
+             "appeals": [x for x in a.appeals.all() if x.kind == "rejection"]} for a in assignments]
     return render_page(request, HISTORY, "history", {"page": page, "rows": rows})
 
 

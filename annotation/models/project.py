@@ -42,6 +42,8 @@ CONTROL_PAUSE_BELOW_PCT = SettingRange("control_pause_below_pct", 0, 100, 60)
 CONTROL_WINDOW = SettingRange("control_window", 1, 200, 10)
 # Extra experts a task may get, one at a time, while its panel leaves an item tied.
 TIE_EXTRA_CAP = SettingRange("tie_extra_cap", 0, 5, 2)
+# Days an expert has to contest a rejection or a statement line (payments.appeals).
+APPEAL_WINDOW_DAYS = SettingRange("appeal_window_days", 1, 90, 7)
 QUALITY_SETTINGS = (CALIBRATION_THRESHOLD_PCT, CALIBRATION_SIZE, CALIBRATION_RETRY_DELAY_S, CONTROL_RATE_PCT,
                     CONTROL_PAUSE_BELOW_PCT, CONTROL_WINDOW)
 
@@ -91,6 +93,9 @@ class Project(models.Model):
         default=True, help_text=_("Draw one more expert for a task whose panel leaves an item tied."))
     tie_extra_cap = models.PositiveSmallIntegerField(
         default=TIE_EXTRA_CAP.default, help_text=_("Most extra experts one task may get to resolve ties (0–5)."))
+    appeal_window_days = models.PositiveSmallIntegerField(
+        default=APPEAL_WINDOW_DAYS.default,
+        help_text=_("Days an expert has to contest a rejection or a statement line (1–90)."))
     due_date = models.DateField(null=True, blank=True)
     # Paused: no new leases, open ones can still be submitted. Closed: read-only (exports
     # and reports still work). Archived: a closed project hidden from the project lists.
@@ -128,6 +133,9 @@ class Project(models.Model):
                                    name="project_control_window_positive"),
             models.CheckConstraint(condition=Q(tie_extra_cap__lte=TIE_EXTRA_CAP.high),
                                    name="project_tie_extra_cap_range"),
+            models.CheckConstraint(condition=Q(appeal_window_days__gte=APPEAL_WINDOW_DAYS.low,
+                                               appeal_window_days__lte=APPEAL_WINDOW_DAYS.high),
+                                   name="project_appeal_window_range"),
             models.CheckConstraint(condition=Q(state__in=ProjectState.values), name="project_state_known"),
             models.CheckConstraint(condition=Q(archived_at__isnull=True) | Q(state=ProjectState.CLOSED),
                                    name="project_archived_only_closed"),

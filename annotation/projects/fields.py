@@ -15,6 +15,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from annotation.models.project import (
+    APPEAL_WINDOW_DAYS,
     CALIBRATION_RETRY_DELAY_S,
     CALIBRATION_SIZE,
     CALIBRATION_THRESHOLD_PCT,
@@ -53,6 +54,7 @@ FIELDS: tuple[SettingField, ...] = (
     SettingField("due_date", _("Due date"), "date"),
     SettingField("tie_extra_experts", _("Draw an extra expert for ties"), "bool"),
     SettingField("tie_extra_cap", _("Most extra experts per task"), "int", TIE_EXTRA_CAP),
+    SettingField("appeal_window_days", _("Appeal window (days)"), "int", APPEAL_WINDOW_DAYS),
     SettingField("calibration_threshold_pct", _("Calibration pass mark (%)"), "int", CALIBRATION_THRESHOLD_PCT,
                  quality=True),
     SettingField("calibration_size", _("Calibration tasks per attempt"), "int", CALIBRATION_SIZE, quality=True),

@@ -1,7 +1,8 @@
-"""Rejecting a submission: its labels stop counting and its slot goes to another expert.
+"""Rejecting a submission: its labels stop counting and its slot goes to another expert;
+and undoing that when an appeal against the rejection is accepted.
 
-Payments calls this inside its own transaction (the earning's reversal), so the dataset
-and the pay change together or not at all.
+Payments calls these inside its own transaction (the earning's reversal, the appeal's
+correction), so the dataset and the pay change together or not at all.
 """
 import logging
 from datetime import datetime
@@ -10,7 +11,8 @@ from django.db import transaction
 
 from annotation.lock_objects import assignment_lock, task_lock
 from annotation.models import Assignment, Task
-from annotation.submission.consensus import consensus_compute
+from annotation.models.work import LIVE_ASSIGNMENT_STATUSES
+from annotation.submission.consensus import consensus_compute, tie_slot_add
 from core.after_commit import task_send_on_commit
 from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError
@@ -62,3 +64,70 @@ def _reject(*, assignment: Assignment, reason_code: str, text: str, by: User | N
     logger.info("submission rejected", extra={"assignment_id": assignment.pk, "task_id": task.pk,
                                               "reason": reason_code})
     return True
+
+
+def submission_restore_labels(*, assignment_id: int, now: datetime) -> bool:
+    """Undo a rejection: the assignment is submitted again and its labels count in the consensus.
+
+    In the caller's transaction (payments' appeal decision), under the annotation lock order
+    (task, then assignment). The rejection fields are cleared on the assignment (the schema
+    ties them to the `rejected` status); the appeal row keeps them on record.
+
+    Where the labels go back in: when the task has a free slot (the re-opened one, still
+    unclaimed), the assignment takes it again, so the task does not grow and nobody new is
+    drawn for it. When every slot is live (another expert already took the re-opened one,
+    leased or submitted), the task keeps that expert and gains one slot: its panel has one
+    more counted member (the restored one), and its overlap says so. Returns False,
+    changing nothing, when the assignment is not rejected.
+    """
+    task_id = Assignment.objects.filter(pk=assignment_id).values_list("task_id", flat=True).first()
+    if task_id is None:
+        return False
+    with transaction.atomic():
+        task = task_lock(task_id)
+        assignment = assignment_lock(assignment_id)
+        if assignment.status != Assignment.Status.REJECTED:
+            return False
+        slot = _slot_for_restore(task=task, preferred=assignment.slot)
+        if slot is None:
+            task.overlap += 1
+            slot = task.overlap
+            # The overlap first: the slot guard compares the slot with the task's overlap.
+            task.save(update_fields=["overlap"])
+        assignment.status = Assignment.Status.SUBMITTED
+        assignment.slot = slot
+        assignment.rejected_at = None
+        assignment.rejected_reason = ""
+        assignment.rejected_text = ""
+        assignment.rejected_by = None
+        assignment.save(update_fields=["status", "slot", "rejected_at", "rejected_reason", "rejected_text",
+                                       "rejected_by"])
+        task.live_count += 1
+        task.submitted_count += 1
+        complete = False
+        if task.status != Task.Status.SUPERSEDED:
+            complete = task.submitted_count >= task.overlap
+            if complete:
+                task.status = Task.Status.COMPLETE
+                task.completed_at = now
+            elif task.live_count >= task.overlap:
+                task.status = Task.Status.FULL
+        task.save(update_fields=["live_count", "submitted_count", "status", "completed_at"])
+        if not task.is_golden:
+            records = consensus_compute(task=task, now=now)
+            if complete:
+                tie_slot_add(task=task, records=records)
+            task_send_on_commit("annotation.agreement_report_request", project_id=task.project_id)
+    logger.info("submission restored", extra={"assignment_id": assignment_id, "task_id": task_id, "slot": slot})
+    return True
+
+
+def _slot_for_restore(*, task: Task, preferred: int) -> int | None:
+    """A free slot of the locked task, the assignment's own first; None when all are live."""
+    if task.live_count >= task.overlap:
+        return None
+    taken = set(Assignment.objects.filter(task=task, status__in=LIVE_ASSIGNMENT_STATUSES)
+                .values_list("slot", flat=True))
+    if preferred not in taken and preferred <= task.overlap:
+        return preferred
+    return next((n for n in range(1, task.overlap + 1) if n not in taken), None)

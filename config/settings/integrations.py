@@ -21,6 +21,8 @@ CELERY_BEAT_SCHEDULE = {
     # Payments: post earnings a lost task left out, then close periods whose end has passed.
     "payments-sweep-earnings": {"task": "payments.earnings_sweep", "schedule": 300.0},
     "payments-settle-due-periods": {"task": "payments.periods_settle_due", "schedule": 600.0},
+    # Notification emails a lost task or a mail server outage left pending.
+    "experts-notification-emails-sweep": {"task": "experts.notification_emails_sweep", "schedule": 300.0},
 }
 
 if REDIS_URL:
@@ -51,3 +53,23 @@ RUBRICA_DRIFT_BASELINE = env_int("RUBRICA_DRIFT_BASELINE", 200)
 # Project-wide false-alert rate per stable expert of the calibrated drift rule (annotation/agreement/stats/drift.py).
 RUBRICA_DRIFT_ALPHA = float(env_str("RUBRICA_DRIFT_ALPHA", "0.05"))
 RUBRICA_AGREEMENT_BOOTSTRAP = env_int("RUBRICA_AGREEMENT_BOOTSTRAP", 1000)
+
+# Email (notifications the user opted in to, per kind). Without EMAIL_HOST the embedded mode
+# prints mail to the console; with it, Django's SMTP backend sends through that server.
+EMAIL_HOST = env_str("EMAIL_HOST", "")
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
+                        else "django.core.mail.backends.console.EmailBackend")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+# A send holds its notification's row lock, so a hanging mail server must not hold it long.
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Rubrica <noreply@localhost>")
+# Links in emails are absolute: this is where users reach the site.
+SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+# Attempts before a notification's email is given up (status "failed", kept for an admin to resend),
+# and how long a pending email waits before the sweep sends it again.
+RUBRICA_NOTIFICATION_EMAIL_MAX_ATTEMPTS = env_int("RUBRICA_NOTIFICATION_EMAIL_MAX_ATTEMPTS", 20)
+RUBRICA_NOTIFICATION_EMAIL_RETRY_AFTER_S = env_int("RUBRICA_NOTIFICATION_EMAIL_RETRY_AFTER_S", 300)

@@ -67,6 +67,8 @@ EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
 # A send holds its notification's row lock, so a hanging mail server must not hold it long.
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Rubrica <noreply@localhost>")
+# How often the top bar asks for the unread count (seconds); htmx actions that notify refresh it at once.
+RUBRICA_NOTIFICATION_POLL_S = env_int("RUBRICA_NOTIFICATION_POLL_S", 45)
 # Links in emails are absolute: this is where users reach the site.
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 # Attempts before a notification's email is given up (status "failed", kept for an admin to resend),

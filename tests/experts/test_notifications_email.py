@@ -3,12 +3,14 @@ import email
 import smtplib
 import socketserver
 import threading
+import time
 from datetime import timedelta
 from email.header import decode_header, make_header
 
 import pytest
 from django.core import mail
 from django.core.mail.backends.base import BaseEmailBackend
+from django.db import connection
 from django.utils import timezone
 
 from experts.models import Notification, NotificationPreference
@@ -34,6 +36,17 @@ class RefusingBackend(BaseEmailBackend):
 
     def send_messages(self, email_messages):
         raise smtplib.SMTPServerDisconnected("Connection unexpectedly closed")
+
+
+class SlowBackend(BaseEmailBackend):
+    """A mail server that takes half a second, long enough for a second worker to arrive."""
+
+    sent: list = []
+
+    def send_messages(self, email_messages):
+        time.sleep(0.5)
+        SlowBackend.sent.extend(email_messages)
+        return len(email_messages)
 
 
 def _expert(*, kinds=("tier_changed",), language="zh-hans", address="lin@example.org"):
@@ -106,6 +119,34 @@ def test_a_retried_or_duplicated_task_never_sends_twice(django_capture_on_commit
     assert len(mail.outbox) == 1
     note.refresh_from_db()
     assert note.email_attempts == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_sending_the_same_email_at_once_send_it_once(settings):
+    settings.EMAIL_BACKEND = "tests.experts.test_notifications_email.SlowBackend"
+    SlowBackend.sent = []
+    expert = _expert()
+    note = Notification.objects.create(user=expert, kind="tier_changed", params=TIER_PARAMS, message="m",
+                                       created_at=timezone.now(), email_status="pending")
+    start, results = threading.Barrier(2), []
+
+    def worker():
+        start.wait()
+        try:
+            results.append(notification_email_send(notification_id=note.pk, now=timezone.now()))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sorted(results) == ["sent", "skipped"]
+    assert len(SlowBackend.sent) == 1
+    note.refresh_from_db()
+    assert (note.email_status, note.email_attempts) == ("sent", 1)
 
 
 def test_a_kind_turned_off_before_the_send_cancels_the_email(settings):

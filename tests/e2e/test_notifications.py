@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 from experts.models import NotificationPreference
 from experts.notifications import notification_send
 from tests.e2e.conftest import sign_in
-from tests.factories import ExpertFactory
+from tests.factories import ExpertFactory, PMFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -92,3 +92,21 @@ def test_on_a_desktop_the_top_bar_badge_appears_and_the_profile_saves_email_choi
     page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=SHOTS / "profile-email-390.png", full_page=True)
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+
+
+def test_a_project_manager_chooses_email_on_the_notifications_page(live_server, page, expert):
+    pm = PMFactory(username="zhou.pm", first_name="周", email="zhou@example.org")
+    notification_send(users=[pm], kind="expert_paused", now=timezone.now(), link="/",
+                      params={"project": "共情评测", "expert": "E-1A2B", "accuracy": 61, "window": 20,
+                              "threshold": 70})
+    page.set_viewport_size(DESKTOP)
+    sign_in(page, live_server.url, pm.username)
+    page.goto(f"{live_server.url}/notifications/")
+
+    page.get_by_label("有专家被暂停").check()
+    page.get_by_role("button", name="保存邮件设置").click()
+
+    expect(page.get_by_text("邮件设置已保存。")).to_be_visible()
+    expect(page.get_by_label("有专家被暂停")).to_be_checked()
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=SHOTS / "notifications-pm-1440.png", full_page=True)

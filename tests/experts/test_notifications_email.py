@@ -279,7 +279,7 @@ def test_a_real_smtp_server_on_loopback_receives_the_email(smtp_sink, settings, 
     body = message.get_payload(decode=True).decode(message.get_content_charset())
     assert str(make_header(decode_header(message["Subject"]))) == "Rubrica：对账单已出具"
     assert message["To"] == "lin@example.org"
-    assert "“共情评测”" in body and "16.00 CNY" in body
+    assert "「共情评测」" in body and "16.00 CNY" in body
     assert "http://rubrica.test/payments/statements/7/" in body
     note.refresh_from_db()
     assert note.email_status == "sent"

@@ -33,6 +33,8 @@ class ErrorCode(models.TextChoices):
     NOT_MEMBER = "not_member", _("You are not an annotator in this project.")
     NO_PROFILE = "no_profile", _("Your account has no expert profile yet; ask an administrator.")
     PAUSED = "paused", _("Your expert account is paused; contact the project manager.")
+    NOTIFICATION_KIND_UNKNOWN = "notification_kind_unknown", _("There is no notification kind %(kind)s; "
+                                                               "nothing was saved.")
 
     # The roster and invitations.
     USER_UNKNOWN = "user_unknown", _("No account has the username or email %(name)s.")

@@ -9,7 +9,8 @@ from django.contrib.auth.admin import UserAdmin
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from experts.models import ExpertProfile, Notification, TierChange, TierRule, User
+from experts.models import ExpertProfile, Notification, NotificationPreference, TierChange, TierRule, User
+from experts.notification_email import notification_email_resend
 from experts.tiers import tier_set
 
 
@@ -103,7 +104,21 @@ class TierChangeAdmin(admin.ModelAdmin):
 
 @admin.register(Notification)
 class NotificationAdmin(admin.ModelAdmin):
-    list_display = ("user", "kind", "created_at", "read_at")
-    list_filter = ("kind",)
+    list_display = ("user", "kind", "created_at", "read_at", "email_status", "email_attempts")
+    list_filter = ("kind", "email_status")
     search_fields = ("user__username", "message")
-    readonly_fields = ("user", "kind", "message", "params", "link", "created_at")
+    readonly_fields = ("user", "kind", "message", "params", "link", "created_at", "email_status", "email_attempts",
+                       "email_attempted_at", "email_sent_at", "email_error")
+    actions = ["email_resend"]
+
+    @admin.action(description=_("Send the failed emails again"))
+    def email_resend(self, request, queryset) -> None:
+        count = notification_email_resend(notification_ids=queryset.values_list("pk", flat=True))
+        self.message_user(request, _("%(count)s emails are queued again.") % {"count": count})
+
+
+@admin.register(NotificationPreference)
+class NotificationPreferenceAdmin(admin.ModelAdmin):
+    list_display = ("user", "kind", "email", "language", "updated_at")
+    list_filter = ("kind", "email", "language")
+    search_fields = ("user__username",)

@@ -173,9 +173,27 @@ class Notification(models.Model):
     """
 
     class Kind(models.TextChoices):
-        RUBRIC_PUBLISHED = "rubric_published", _("Rubric version published")
-        EXPERT_PAUSED = "expert_paused", _("Expert paused")
+        # Every kind with a template in `experts.notifications.TEMPLATES`, which says its params.
+        RUBRIC_PUBLISHED = "rubric_published", _("Calibration required (the rubric changed)")
+        EXPERT_PAUSED = "expert_paused", _("An expert was paused")
+        ACCOUNT_PAUSED = "account_paused", _("My account was paused")
+        TASK_SUPERSEDED = "task_superseded", _("A task I held was superseded")
         TIER_CHANGED = "tier_changed", _("Tier changed")
+        STATEMENT_ISSUED = "statement_issued", _("Statement issued")
+        SUBMISSION_REJECTED = "submission_rejected", _("Submission rejected")
+        MENTION = "mention", _("Someone mentioned me")
+        CONSULTATION_VOTE = "consultation_vote", _("A consultation needs my vote")
+        CONSULTATION_REVEALED = "consultation_revealed", _("Consultation votes revealed")
+        CONSULTATION_RESOLVED = "consultation_resolved", _("A consultation I took part in is resolved")
+        FAQ_ANSWERED = "faq_answered", _("My question was answered")
+        APPEAL_DECIDED = "appeal_decided", _("My appeal was decided")
+
+    class EmailStatus(models.TextChoices):
+        # The email outbox: "" when the reader did not ask for email of this kind.
+        NONE = "", _("Not emailed")
+        PENDING = "pending", _("Email pending")
+        SENT = "sent", _("Email sent")
+        FAILED = "failed", _("Email failed")
 
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="notifications")
     kind = models.CharField(max_length=30, choices=Kind.choices)
@@ -184,10 +202,47 @@ class Notification(models.Model):
     link = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField()
     read_at = models.DateTimeField(null=True, blank=True)
+    email_status = models.CharField(max_length=8, choices=EmailStatus.choices, default=EmailStatus.NONE,
+                                    blank=True)
+    email_attempts = models.PositiveSmallIntegerField(default=0)
+    email_attempted_at = models.DateTimeField(null=True, blank=True)
+    email_sent_at = models.DateTimeField(null=True, blank=True)
+    email_error = models.CharField(max_length=300, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["user", "read_at"], name="notification_user_read_idx")]
+        indexes = [
+            models.Index(fields=["user", "read_at"], name="notification_user_read_idx"),
+            # The sweep's scan: only the few rows still waiting for their email.
+            models.Index(fields=["created_at"], condition=Q(email_status="pending"),
+                         name="notification_email_pending_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(email_status__in=["", "pending", "sent", "failed"]),
+                                   name="notification_email_status_valid"),
+            models.CheckConstraint(condition=~Q(email_status="sent") | Q(email_sent_at__isnull=False),
+                                   name="notification_email_sent_has_time"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} for {self.user_id} at {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class NotificationPreference(models.Model):
+    """Whether `user` gets an email for notifications of `kind` (no row: no email).
+
+    `language` is the page language the user had when they saved the choice; their
+    emails are written in it.
+    """
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="notification_preferences")
+    kind = models.CharField(max_length=30, choices=Notification.Kind.choices)
+    email = models.BooleanField(default=False)
+    language = models.CharField(max_length=10, default="zh-hans")
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "kind"], name="notification_preference_once")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} {self.kind}: email {'on' if self.email else 'off'}"

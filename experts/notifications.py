@@ -2,9 +2,16 @@
 
 A notification stores its `kind` and `params`; pages render the text for the reader's
 language from the templates below, and `message` keeps the English text for the admin
-and the API. Higher apps call `notification_send`; nothing here knows about projects.
+and the API. Higher apps call `notification_send`; nothing here knows about projects. A new kind needs
+only a template here (and its `Notification.Kind`): the header badge, the list, the
+email preference and the email itself work for every kind in `TEMPLATES`.
+
+When the reader opted in to email for the kind (`NotificationPreference`) and has an
+address, the notification is written with `email_status="pending"` and the Celery task
+`experts.notification_email_send` is sent on commit (see `experts.notification_email`).
 """
 from collections.abc import Iterable
+from contextvars import ContextVar
 from datetime import datetime
 
 from django.db.models import QuerySet
@@ -12,9 +19,26 @@ from django.utils import translation
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from experts.models import Notification, Tier, User
+from core.after_commit import task_send_on_commit
+from core.errors import NotFound
+from experts.models import Notification, NotificationPreference, Tier, User
 from experts.tier_reasons import tier_reason_text
 
+# Params every template may use: `project` (the project's name). Kind by kind:
+#   rubric_published       version, reason (the changelog); sent only to experts who must calibrate again
+#   expert_paused          expert, accuracy, window, threshold (to the project's PMs)
+#   account_paused         (project only)
+#   task_superseded        version
+#   tier_changed           from_tier, to_tier (tier codes), reason / reason_code + reason_params
+#   statement_issued       period (e.g. "2026-11-23 – 2026-11-30"), payable, currency, count (entries)
+#   submission_rejected    question (external id), reason_label (an English label, see TRANSLATED_PARAMS),
+#                          text (the PM's words)
+#   mention                by (who wrote), question, item (rubric item position or key), excerpt
+#   consultation_vote      question, item, deadline (a formatted date and time)
+#   consultation_revealed  question, item
+#   consultation_resolved  question, item, outcome (an English label, translated when shown)
+#   faq_answered           by (who answered), question (the text of the FAQ question)
+#   appeal_decided         project, outcome ("accepted" or "denied", translated when shown), reason
 TEMPLATES = {
     "rubric_published": _("Rubric version %(version)s of “%(project)s” is published (%(reason)s). "
                           "Please calibrate again before your next task."),
@@ -25,12 +49,34 @@ TEMPLATES = {
     "task_superseded": _("Rubric version %(version)s of “%(project)s” changed the items of a task you held, "
                          "so that lease has ended; your draft is kept and new tasks use the new version."),
     "tier_changed": _("Your tier changed from %(from_tier)s to %(to_tier)s: %(reason)s"),
+    "statement_issued": _("Your statement for “%(project)s”, %(period)s, is issued: %(payable)s %(currency)s "
+                          "payable for %(count)s entries."),
+    "submission_rejected": _("Your submission on question %(question)s in “%(project)s” was rejected "
+                             "(%(reason_label)s). The project manager wrote: %(text)s"),
+    "mention": _("%(by)s mentioned you in the consultation on item %(item)s of question %(question)s "
+                 "in “%(project)s”: %(excerpt)s"),
+    "consultation_vote": _("The consultation on item %(item)s of question %(question)s in “%(project)s” "
+                           "needs your blind vote by %(deadline)s."),
+    "consultation_revealed": _("The votes on item %(item)s of question %(question)s in “%(project)s” are "
+                               "revealed; the discussion is open."),
+    "consultation_resolved": _("The consultation on item %(item)s of question %(question)s in “%(project)s”, "
+                               "which you took part in, is resolved: %(outcome)s."),
+    "faq_answered": _("%(by)s answered your question about the guidelines of “%(project)s”: %(question)s"),
     "appeal_decided": _("Your appeal in “%(project)s” was %(outcome)s: %(reason)s"),
 }
 # The outcome of an appeal, shown in the reader's language.
 APPEAL_OUTCOMES = {"accepted": _("accepted"), "denied": _("denied")}
 # Params that hold a tier code, shown as the tier's name in the reader's language.
 TIER_PARAMS = ("from_tier", "to_tier")
+# Params that hold an English label with a translation in the catalogue (a choice's label):
+# stored in English, shown in the reader's language.
+TRANSLATED_PARAMS = ("reason_label", "outcome", "decision")
+# Kinds only a project's managers receive; experts are not offered email for them.
+MANAGER_KINDS = frozenset({"expert_paused"})
+
+# The users notified during the current request (set by `experts.middleware`), so that an
+# htmx response can tell the page to refresh its badge.
+notified_users: ContextVar[set[int] | None] = ContextVar("notified_users", default=None)
 
 
 def _render(kind: str, params: dict) -> str:
@@ -40,6 +86,9 @@ def _render(kind: str, params: dict) -> str:
             values[key] = Tier(values[key]).label
     if kind == "appeal_decided" and values.get("outcome") in APPEAL_OUTCOMES:
         values["outcome"] = APPEAL_OUTCOMES[values["outcome"]]
+    for key in TRANSLATED_PARAMS:
+        if isinstance(values.get(key), str) and values[key]:
+            values[key] = gettext(values[key])
     if kind == "tier_changed" and values.get("reason_code"):
         values["reason"] = tier_reason_text(code=values["reason_code"], params=values.get("reason_params") or {},
                                             fallback=values.get("reason", ""))
@@ -56,14 +105,34 @@ def notification_text(notification: Notification) -> str:
     return notification.message
 
 
+def kind_label(kind: str) -> str:
+    """The kind's name in the active language (its code for a kind without a label)."""
+    return str(Notification.Kind(kind).label) if kind in Notification.Kind.values else kind
+
+
 def notification_send(*, users: Iterable[User], kind: str, params: dict, now: datetime,
                       link: str = "") -> int:
-    """Write one notification of `kind` to each of `users`; returns how many were written."""
+    """Write one notification of `kind` to each of `users`; returns how many were written.
+
+    Readers who opted in to email for `kind` and have an address get it by email too, by a
+    Celery task sent when the caller's transaction commits (never inside the request).
+    """
     with translation.override("en"):
         message = _render(kind, params)
-    rows = [Notification(user=user, kind=kind, message=message, params=params, link=link, created_at=now)
+    users = list(users)
+    emailed = set(NotificationPreference.objects.filter(user__in=[u.pk for u in users], kind=kind, email=True)
+                  .exclude(user__email="").values_list("user_id", flat=True)) if users else set()
+    pending, none = Notification.EmailStatus.PENDING, Notification.EmailStatus.NONE
+    rows = [Notification(user=user, kind=kind, message=message, params=params, link=link, created_at=now,
+                         email_status=pending if user.pk in emailed else none)
             for user in users]
     Notification.objects.bulk_create(rows)
+    for row in rows:
+        if row.email_status == pending:
+            task_send_on_commit("experts.notification_email_send", notification_id=row.pk)
+    notified = notified_users.get()
+    if notified is not None:
+        notified.update(u.pk for u in users)
     return len(rows)
 
 
@@ -71,8 +140,25 @@ def notification_list_for_user(user: User) -> QuerySet[Notification]:
     return Notification.objects.filter(user=user)
 
 
+def notification_get_for_user(user: User, notification_id) -> Notification:
+    """One of `user`'s notifications, or NotFound (also for another user's)."""
+    try:
+        return Notification.objects.get(pk=int(notification_id), user=user)
+    except (Notification.DoesNotExist, TypeError, ValueError):
+        raise NotFound("No such notification.") from None
+
+
 def notification_unread_count(user: User) -> int:
     return Notification.objects.filter(user=user, read_at__isnull=True).count()
+
+
+def notification_mark_read(*, user: User, notification_id, now: datetime) -> Notification:
+    """Mark one of `user`'s notifications read (a read one keeps its time); NotFound for another's."""
+    notification = notification_get_for_user(user, notification_id)
+    if notification.read_at is None:
+        Notification.objects.filter(pk=notification.pk, read_at__isnull=True).update(read_at=now)
+        notification.read_at = now
+    return notification
 
 
 def notifications_mark_read(*, user: User, now: datetime) -> int:

@@ -18,4 +18,8 @@ me_urlpatterns = [
 notification_urlpatterns = [
     path("", views.notifications, name="notifications"),
     path("read/", views.notifications_read, name="notifications_read"),
+    path("unread/", views.notifications_badge, name="notifications_badge"),
+    path("email/", views.notification_email_preferences, name="notification_email_preferences"),
+    path("<int:notification_id>/read/", views.notification_read, name="notification_read"),
+    path("<int:notification_id>/open/", views.notification_open, name="notification_open"),
 ]

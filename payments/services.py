@@ -13,11 +13,13 @@ grid slot becomes the next period.
 """
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import Count, Sum
+from django.urls import reverse
+from django.utils import timezone
 
 from annotation import permissions as annotation_permissions
 from annotation.models import Assignment, Project
@@ -25,6 +27,7 @@ from annotation.submission.rejection import submission_reject_labels
 from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError, NotFound
 from experts.models import User
+from experts.notifications import notification_send
 from payments import permissions
 from payments.ledger import ledger_post_reversal, reversal_key
 from payments.lock_objects import payment_settings_lock, payout_batch_lock, period_lock
@@ -107,9 +110,26 @@ def statement_settle_period(*, period_id: int, now: datetime, actor: User | None
         period.closed_at = now
         period.closed_by = actor
         period.save(update_fields=["ends_at", "status", "closed_at", "closed_by"])
+        _statements_notify(period=period, statements=statements, now=now)
     logger.info("period settled", extra={"period_id": period.pk, "statements": len(statements),
                                          "total": str(batch.total)})
     return Settlement(period=period, statements=statements, batch=batch, created=True)
+
+
+def _statements_notify(*, period: Period, statements: list[Statement], now: datetime) -> None:
+    """Tell each expert with a statement that it is issued (in the settlement's transaction;
+    the emails of those who want them go on commit)."""
+    if not statements:
+        return
+    project_name = Project.objects.filter(pk=period.project_id).values_list("name", flat=True).get()
+    span = (f"{timezone.localtime(period.starts_at):%Y-%m-%d} – "
+            f"{timezone.localtime(period.ends_at - timedelta(microseconds=1)):%Y-%m-%d}")
+    experts = User.objects.in_bulk([s.expert_id for s in statements])
+    for statement in statements:
+        notification_send(users=[experts[statement.expert_id]], kind="statement_issued", now=now,
+                          params={"project": project_name, "period": span, "payable": str(statement.payable),
+                                  "currency": statement.currency, "count": statement.entry_count},
+                          link=reverse("statement_detail", args=[statement.pk]))
 
 
 def periods_settle_due(*, now: datetime) -> list[Settlement]:

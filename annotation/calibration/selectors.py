@@ -24,6 +24,13 @@ def project_has_golden_set(project: Project) -> bool:
     return GoldenReference.objects.filter(task__project=project).exists()
 
 
+def experts_with_live_calibration(project: Project) -> set[int]:
+    """Ids of experts holding a calibration attempt of `project` that is not stale (passed, failed
+    or in progress): the ones a standard-changing version sends back to calibration."""
+    return set(CalibrationAttempt.objects.filter(project=project).exclude(status=CalibrationAttempt.Status.STALE)
+               .values_list("expert_id", flat=True).distinct())
+
+
 def attempt_get_for_expert(user: User, attempt_id) -> CalibrationAttempt:
     """The expert's own calibration attempt, or NotFound (also for someone else's)."""
     try:

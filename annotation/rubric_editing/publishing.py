@@ -11,7 +11,7 @@ from django.db.models import Exists, Max, OuterRef
 from django.urls import reverse
 
 from annotation.calibration.golden_set import golden_carry_forward
-from annotation.calibration.selectors import project_has_golden_set
+from annotation.calibration.selectors import experts_with_live_calibration, project_has_golden_set
 from annotation.calibration.services import calibrations_mark_stale
 from annotation.lock_objects import rubric_version_lock
 from annotation.models import Project, Response, Task
@@ -102,9 +102,13 @@ def rubric_version_publish(*, project: Project, version: RubricVersion, reason: 
         golden_carry_forward(project=project, previous=previous, version=version, unchanged_questions=unchanged,
                              now=now)
         if diff.changes_standard and diff.standard_questions & golden_questions:
+            # Only experts who had calibrated (or begun to) must calibrate again; one whose attempt
+            # was already stale was told then, and a newcomer was never calibrated.
+            recalibrate = experts_with_live_calibration(project)
             calibrations_mark_stale(project=project, now=now)
-            if project_has_golden_set(project):
-                notification_send(users=project_experts(project), kind="rubric_published", now=now,
+            if project_has_golden_set(project) and recalibrate:
+                notification_send(users=project_experts(project).filter(pk__in=recalibrate), kind="rubric_published",
+                                  now=now,
                                   params={"version": version.number, "project": project.name,
                                           "reason": version.changelog},
                                   link=reverse("calibration", args=[project.pk]))

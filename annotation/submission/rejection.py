@@ -8,6 +8,8 @@ import logging
 from datetime import datetime
 
 from django.db import transaction
+from django.urls import reverse
+from django.utils import translation
 
 from annotation.lock_objects import assignment_lock, task_lock
 from annotation.models import Assignment, Task
@@ -17,6 +19,7 @@ from core.after_commit import task_send_on_commit
 from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError
 from experts.models import User
+from experts.notifications import notification_send
 
 logger = logging.getLogger(__name__)
 REASON_TEXT_MAX = 500
@@ -40,6 +43,19 @@ def submission_reject_labels(*, assignment: Assignment, reason_code: str, text: 
         return _reject(assignment=assignment, reason_code=reason_code, text=text, by=by, now=now)
 
 
+def _rejection_notify(*, assignment: Assignment, task: Task, now: datetime) -> None:
+    """Tell the expert: the project, the question, the reason (its label, shown in their language),
+    the PM's words; the link is their history, where the rejection is listed."""
+    question, project = (Task.objects.filter(pk=task.pk)
+                         .values_list("response__question__external_id", "project__name").get())
+    # Stored in English (the label's msgid): notifications translate `reason_label` when shown.
+    with translation.override("en"):
+        reason_label = str(Assignment.RejectReason(assignment.rejected_reason).label)
+    notification_send(users=[assignment.expert], kind="submission_rejected", now=now, link=reverse("my_history"),
+                      params={"project": project, "question": question, "reason_label": reason_label,
+                              "text": assignment.rejected_text or "—"})
+
+
 def _reject(*, assignment: Assignment, reason_code: str, text: str, by: User | None, now: datetime) -> bool:
     task = task_lock(assignment.task_id)
     assignment = assignment_lock(assignment.pk)
@@ -61,6 +77,7 @@ def _reject(*, assignment: Assignment, reason_code: str, text: str, by: User | N
     if not task.is_golden:
         consensus_compute(task=task, now=now)
         task_send_on_commit("annotation.agreement_report_request", project_id=task.project_id)
+    _rejection_notify(assignment=assignment, task=task, now=now)
     logger.info("submission rejected", extra={"assignment_id": assignment.pk, "task_id": task.pk,
                                               "reason": reason_code})
     return True

@@ -23,6 +23,8 @@ CELERY_BEAT_SCHEDULE = {
     "payments-settle-due-periods": {"task": "payments.periods_settle_due", "schedule": 600.0},
     # Exports: delete expired files, mark failed what stopped without saying so.
     "exports-sweep": {"task": "annotation.exports_sweep", "schedule": 900.0},
+    # Notification emails a lost task or a mail server outage left pending.
+    "experts-notification-emails-sweep": {"task": "experts.notification_emails_sweep", "schedule": 300.0},
 }
 
 if REDIS_URL:
@@ -53,3 +55,25 @@ RUBRICA_DRIFT_BASELINE = env_int("RUBRICA_DRIFT_BASELINE", 200)
 # Project-wide false-alert rate per stable expert of the calibrated drift rule (annotation/agreement/stats/drift.py).
 RUBRICA_DRIFT_ALPHA = float(env_str("RUBRICA_DRIFT_ALPHA", "0.05"))
 RUBRICA_AGREEMENT_BOOTSTRAP = env_int("RUBRICA_AGREEMENT_BOOTSTRAP", 1000)
+
+# Email (notifications the user opted in to, per kind). Without EMAIL_HOST the embedded mode
+# prints mail to the console; with it, Django's SMTP backend sends through that server.
+EMAIL_HOST = env_str("EMAIL_HOST", "")
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
+                        else "django.core.mail.backends.console.EmailBackend")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+# A send holds its notification's row lock, so a hanging mail server must not hold it long.
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Rubrica <noreply@localhost>")
+# How often the top bar asks for the unread count (seconds); htmx actions that notify refresh it at once.
+RUBRICA_NOTIFICATION_POLL_S = env_int("RUBRICA_NOTIFICATION_POLL_S", 45)
+# Links in emails are absolute: this is where users reach the site.
+SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+# Attempts before a notification's email is given up (status "failed", kept for an admin to resend),
+# and how long a pending email waits before the sweep sends it again.
+RUBRICA_NOTIFICATION_EMAIL_MAX_ATTEMPTS = env_int("RUBRICA_NOTIFICATION_EMAIL_MAX_ATTEMPTS", 20)
+RUBRICA_NOTIFICATION_EMAIL_RETRY_AFTER_S = env_int("RUBRICA_NOTIFICATION_EMAIL_RETRY_AFTER_S", 300)

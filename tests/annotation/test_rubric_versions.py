@@ -25,7 +25,7 @@ from core.errors import Conflict, DomainError, Forbidden
 from experts.models import Notification
 from rubrics.models import RubricItem, RubricVersion
 from tests.factories import AdminFactory, PMFactory
-from tests.support.quality import calibrated, make_golden_project
+from tests.support.quality import calibrated, make_golden_project, member
 
 pytestmark = pytest.mark.django_db
 
@@ -126,6 +126,26 @@ def test_publishing_a_change_records_the_changelog_and_sends_every_expert_back_t
         assignment_claim_next(project=project, expert=expert, now=timezone.now())
     assert caught.value.code == "calibration_required"
     assert calibration_state(project=project, expert=expert, now=timezone.now()).status == "stale"
+
+
+def test_calibration_required_goes_only_to_experts_whose_calibration_went_stale(project):
+    again = calibrated(project)
+    newcomer = member(project)  # never calibrated: the calibration page is where they start anyway
+    draft = rubric_draft_start(project=project)
+    rubric_draft_item_update(project=project, item_id=_draft_item(project, "q0:1").pk, content="asks openly",
+                             score=2, dimension="warmth")
+    rubric_version_publish(project=project, version=draft, reason="clarify q0", now=timezone.now())
+    told_once = Notification.objects.filter(user=again, kind="rubric_published").count()
+    draft = rubric_draft_start(project=project)
+    rubric_draft_item_update(project=project, item_id=_draft_item(project, "q0:2").pk, content="names it",
+                             score=2, dimension="warmth")
+
+    rubric_version_publish(project=project, version=draft, reason="clarify again", now=timezone.now())
+
+    assert told_once == 1
+    # Still stale from the first change: told then, not again.
+    assert Notification.objects.filter(user=again, kind="rubric_published").count() == 1
+    assert not Notification.objects.filter(user=newcomer).exists()
 
 
 def test_a_change_to_a_question_outside_the_golden_set_keeps_calibrations(project):

@@ -44,6 +44,7 @@ PARAMS = {"count": 2, "size": "30.0 MB", "limit": "20.0 MB", "source": "q.jsonl"
           "question": '"q1"', "dimension": '"warmth"', "expected": 3}
 PARAMS |= {"expired": "2026-12-02 10:00", "status": "building"}  # dataset exports
 PARAMS |= {"deadline": "2026-12-08 10:00", "days": 7, "currency": "CNY"}  # appeals
+PARAMS |= {"kind": "weather"}  # notification email preferences
 
 
 @pytest.mark.parametrize("code", [c for c in ErrorCode])

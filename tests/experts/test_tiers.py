@@ -181,9 +181,12 @@ def test_a_notification_is_opened_with_a_link_not_offered_as_a_task_and_unread_o
     client.force_login(expert)
 
     page = client.get("/notifications/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    opened = client.get(f"/notifications/{Notification.objects.get(user=expert).pk}/open/")
 
-    assert '<a href="/me/portrait/">查看</a>' in page and "未读" in page
-    assert "可领取" not in page
+    assert f'<a href="/notifications/{Notification.objects.get(user=expert).pk}/open/">查看</a>' in page
+    assert "未读" in page and "可领取" not in page
+    assert opened.status_code == 302 and opened.url == "/me/portrait/"
+    assert Notification.objects.get(user=expert).read_at is not None
 
 
 @pytest.mark.parametrize(("label", "chinese"), [

@@ -5,12 +5,19 @@ dialogues and rubrics, one reply per question, three experts' labels with notes,
 consensus, one judge run with reasons), then encodes each export to /dev/null: once
 timed, once under tracemalloc for the peak of Python allocations (tables ANALYZEd first). Memory is flat in
 rows when the 100k peak is close to the 20k peak. Prints one JSON line.
-Usage: .venv/bin/python bench/exports.py [--small 20000] [--large 100000]
+With --stack it also goes through the real stack on the large project: gunicorn
+(2 gthread workers) streams the JSONL download of `GET /api/v1/projects/{id}/export/`,
+and a Celery worker (concurrency 1, Redis broker) builds the same export as a job
+queued by `POST …/export-jobs/`, timed from the request to the file being ready.
+Usage: .venv/bin/python bench/exports.py [--small 20000] [--large 100000] [--formats jsonl] [--reuse] [--stack]
 """
 import argparse
 import json
+import os
 import random
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from datetime import UTC, datetime, timedelta
@@ -124,6 +131,84 @@ def measure(project_id: int, fmt: str) -> dict:
             "peak_py_mb": round(peak / 2**20, 1)}
 
 
+STACK_PORT = 8766
+STACK_REDIS = "redis://127.0.0.1:6379/13"
+
+
+def through_stack(project_id: int) -> dict:
+    """The large project's JSONL through gunicorn (streamed download) and through a Celery worker (job)."""
+    import httpx
+    import redis
+
+    from annotation import permissions
+    from annotation.models import Project
+    from experts.models import User
+    from experts.services import user_create
+
+    project = Project.objects.get(pk=project_id)
+    pm = User.objects.filter(username="bench-export-pm").first()
+    if pm is None:
+        pm, _ = user_create(username="bench-export-pm", role="pm", password="bench-pass-123")
+    permissions.grant_manage(pm, project)
+    from rest_framework.authtoken.models import Token
+
+    token, _ = Token.objects.get_or_create(user=pm)
+    export_dir = tempfile.mkdtemp(prefix="rubrica-bench-exports-")
+    env = {**os.environ, "DATABASE_URL": f"{shared.PG}/{shared.DB_NAME}", "DB_CONN_MAX_AGE": "600",
+           "AXES_ENABLED": "0", "CELERY_TASK_ALWAYS_EAGER": "0", "REDIS_URL": STACK_REDIS,
+           "RUBRICA_EXPORT_DIR": export_dir}
+    server = subprocess.Popen(
+        [str(shared.ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi:application", "-b", f"127.0.0.1:{STACK_PORT}",
+         "-w", "2", "-k", "gthread", "--threads", "4", "--timeout", "300", "--log-level", "warning"],
+        cwd=shared.ROOT, env=env)
+    worker = subprocess.Popen(
+        [str(shared.ROOT / ".venv" / "bin" / "celery"), "-A", "config", "worker", "-l", "warning",
+         "--concurrency", "1"], cwd=shared.ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        client = httpx.Client(base_url=f"http://127.0.0.1:{STACK_PORT}", timeout=300,
+                              headers={"Authorization": f"Token {token.key}"})
+        for _ in range(150):
+            try:
+                client.get("/accounts/login/")
+                break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        start = time.perf_counter()
+        size = lines = 0
+        with client.stream("GET", f"/api/v1/projects/{project_id}/export/", params={"format": "jsonl"}) as resp:
+            assert resp.status_code == 200, resp.status_code
+            first_byte = None
+            for chunk in resp.iter_bytes():
+                if first_byte is None:
+                    first_byte = time.perf_counter() - start
+                size += len(chunk)
+                lines += chunk.count(b"\n")
+        download_s = time.perf_counter() - start
+        time.sleep(1.0)  # let the worker come up before the job is timed
+        start = time.perf_counter()
+        queued = client.post(f"/api/v1/projects/{project_id}/export-jobs/", json={"format": "jsonl"})
+        assert queued.status_code == 202, queued.text[:300]
+        job_id = queued.json()["id"]
+        status = ""
+        for _ in range(1200):
+            status = client.get(f"/api/v1/export-jobs/{job_id}/").json()["status"]
+            if status in ("done", "failed"):
+                break
+            time.sleep(0.1)
+        job_s = time.perf_counter() - start
+        job = client.get(f"/api/v1/export-jobs/{job_id}/").json()
+    finally:
+        server.terminate()
+        worker.terminate()
+        server.wait(timeout=30)
+        worker.wait(timeout=30)
+        redis.Redis.from_url(STACK_REDIS).flushdb()
+    return {"download": {"rows": lines, "mb": round(size / 2**20, 1), "s": round(download_s, 2),
+                         "first_byte_s": round(first_byte or 0.0, 3)},
+            "job": {"status": status, "rows": job.get("row_count"), "s_until_ready": round(job_s, 2)},
+            "stack": "gunicorn gthread 2x4 + celery worker x1, PostgreSQL, Redis"}
+
+
 def _built_projects(small: int, large: int) -> tuple[int, int] | None:
     """The ids of the two projects an earlier run built for these sizes, or None."""
     import psycopg
@@ -144,6 +229,8 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=20_000)
     parser.add_argument("--large", type=int, default=100_000)
     parser.add_argument("--formats", default=",".join(FORMATS), help="comma-separated subset of " + ",".join(FORMATS))
+    parser.add_argument("--stack", action="store_true",
+                        help="also time the large JSONL through gunicorn (download) and a Celery worker (job)")
     parser.add_argument("--reuse", action="store_true",
                         help="measure the projects an earlier run built (same sizes) instead of rebuilding")
     args = parser.parse_args()
@@ -158,9 +245,9 @@ def main() -> None:
     shared.setup_django()
     from django.core.management import call_command
 
+    call_command("migrate", verbosity=0)  # a reused database may predate the newest migrations
     t0 = time.perf_counter()
     if built is None:
-        call_command("migrate", verbosity=0)
         from tests.factories import ExpertFactory
 
         experts = [ExpertFactory() for _ in range(3)]
@@ -178,6 +265,8 @@ def main() -> None:
     result = {"bench": "exports", "build_s": round(build_s, 1), "reused": built is not None}
     for fmt in formats:
         result[fmt] = {"20k": measure(small, fmt), "100k": measure(large, fmt)}
+    if args.stack:
+        result["through_stack_100k_jsonl"] = through_stack(large)
     print(json.dumps(result, ensure_ascii=False))
 
 

@@ -17,6 +17,7 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
@@ -126,28 +127,30 @@ TASK_COLUMNS = ("task_id", "question_id", "dialogue", "final_user_turn", "respon
 
 
 def _consensus_jsonl_chunks(rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:
-    """JSONL of consensus rows, each task's leading columns (the dialogue above all) encoded once.
+    """JSONL of consensus rows, encoded by orjson, each task's leading columns (the dialogue above all) once.
 
-    A line is the task's cached `{"task_id": …, …, "model": …` joined to the rest of the
+    A line is the task's cached `{"task_id":…,…,"model":…` joined to the rest of the
     row's object, so every line is the same JSON, in the same key order, that encoding
     the whole row would give; the dialogue was most of the bytes and most of the time.
+    orjson (a maintained C extension) writes UTF-8 directly and is several times faster
+    than the standard encoder on these rows; it writes no space after separators.
     """
-    buffer = io.StringIO()
-    task_id, head = None, ""
+    buffer = bytearray()
+    task_id, head = None, b""
     for row in rows:
         if row["task_id"] != task_id or not head:
             task_id = row["task_id"]
-            head = json.dumps({key: row[key] for key in TASK_COLUMNS if key in row}, ensure_ascii=False)[:-1]
-        rest = json.dumps({key: value for key, value in row.items() if key not in TASK_COLUMNS}, ensure_ascii=False)
-        buffer.write(head)
-        buffer.write(", ")
-        buffer.write(rest[1:])
-        buffer.write("\n")
-        if buffer.tell() >= TEXT_FLUSH_BYTES:
-            yield buffer.getvalue().encode()
-            buffer = io.StringIO()
-    if buffer.tell():
-        yield buffer.getvalue().encode()
+            head = orjson.dumps({key: row[key] for key in TASK_COLUMNS if key in row})[:-1]
+        rest = orjson.dumps({key: value for key, value in row.items() if key not in TASK_COLUMNS})
+        buffer += head
+        buffer += b","
+        buffer += rest[1:]
+        buffer += b"\n"
+        if len(buffer) >= TEXT_FLUSH_BYTES:
+            yield bytes(buffer)
+            buffer = bytearray()
+    if buffer:
+        yield bytes(buffer)
 
 
 def _jsonl_chunks(rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:

@@ -12,7 +12,6 @@ from annotation.library.selectors import case_list, cases_for_items, library_acc
 from annotation.library.services import case_create, case_read_record, case_update
 from annotation.models import Case, CaseItem, CaseRead, Question
 from annotation.models.library import TEXT_MAX
-from annotation.selectors import rubric_items_for_task
 from annotation.services import project_add_member
 from core.error_codes import ErrorCode
 from core.errors import DomainError

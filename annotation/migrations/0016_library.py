@@ -19,6 +19,16 @@ SEARCHED = {
 }
 TRIGRAM_INDEXES = [f'CREATE INDEX "{table}_{column}_trgm" ON "{table}" USING gin ((UPPER("{column}"::text)) gin_trgm_ops)'
                    for table, columns in SEARCHED.items() for column in columns]
+
+
+class PostgresTrigramExtension(TrigramExtension):
+    """pg_trgm on PostgreSQL only: Django's operation skips other vendors going forwards, not backwards."""
+
+    def database_backwards(self, app_label, schema_editor, from_state, to_state):
+        if schema_editor.connection.vendor == "postgresql":
+            super().database_backwards(app_label, schema_editor, from_state, to_state)
+
+
 DROP_TRIGRAM_INDEXES = [f'DROP INDEX IF EXISTS "{table}_{column}_trgm"' for table, columns in SEARCHED.items()
                         for column in columns]
 
@@ -32,7 +42,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        TrigramExtension(),
+        PostgresTrigramExtension(),
         migrations.CreateModel(
             name='Case',
             fields=[

@@ -4,6 +4,8 @@ The same selectors as the pages: experts read published cases and answered quest
 (plus their own), PMs and admins drafts and open questions too; anyone else gets 404.
 A case read through the API counts a reader, as on the page.
 """
+from typing import cast
+
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
@@ -15,6 +17,7 @@ from rest_framework.views import APIView
 from annotation.api.common import NOT_FOUND
 from annotation.library.selectors import case_get, case_list, faq_get, faq_list, library_access
 from annotation.library.services import case_read_record
+from experts.models import User
 
 LIST_MAX = 50
 _SEARCH = [
@@ -77,7 +80,7 @@ class CasesApi(APIView):
     @extend_schema(operation_id="case_list", parameters=_SEARCH, responses={200: OutputSerializer(many=True),
                                                                              404: NOT_FOUND})
     def get(self, request: Request, project_id: int) -> Response:
-        access = library_access(request.user, project_id)
+        access = library_access(cast(User, request.user), project_id)
         cases = case_list(access, query=request.query_params.get("q", ""),
                           dimension=request.query_params.get("dimension", ""),
                           scene=request.query_params.get("scene", ""))[:LIST_MAX]
@@ -91,7 +94,7 @@ class CaseApi(APIView):
 
     @extend_schema(operation_id="case_detail", responses={200: OutputSerializer, 404: NOT_FOUND})
     def get(self, request: Request, project_id: int, case_id: int) -> Response:
-        access = library_access(request.user, project_id)
+        access = library_access(cast(User, request.user), project_id)
         case = case_get(access, case_id)
         if case_read_record(case=case, user=access.user, now=timezone.now()):
             case.read_count += 1
@@ -110,7 +113,7 @@ class FaqListApi(APIView):
                    parameters=[*_SEARCH, OpenApiParameter("open", OpenApiTypes.BOOL, description="open questions")],
                    responses={200: OutputSerializer(many=True), 404: NOT_FOUND})
     def get(self, request: Request, project_id: int) -> Response:
-        access = library_access(request.user, project_id)
+        access = library_access(cast(User, request.user), project_id)
         entries = faq_list(access, query=request.query_params.get("q", ""),
                            dimension=request.query_params.get("dimension", ""),
                            scene=request.query_params.get("scene", ""),
@@ -125,5 +128,5 @@ class FaqEntryApi(APIView):
 
     @extend_schema(operation_id="faq_detail", responses={200: OutputSerializer, 404: NOT_FOUND})
     def get(self, request: Request, project_id: int, entry_id: int) -> Response:
-        access = library_access(request.user, project_id)
+        access = library_access(cast(User, request.user), project_id)
         return Response(self.OutputSerializer(faq_get(access, entry_id)).data)

@@ -101,6 +101,6 @@ def search_rank(queryset: QuerySet, query: SearchQuery, *, fields: Sequence[str]
         rank = rank + found * Value(BIGRAM_WEIGHT / len(bigrams))
     if connection.vendor == "postgresql":
         searched = Concat(*[part for field in fields for part in (F(field), Value(" "))], output_field=TextField())
-        rank = rank + TRIGRAM_WEIGHT * TrigramWordSimilarity(Value(query.text), searched)
+        rank = rank + TRIGRAM_WEIGHT * TrigramWordSimilarity(query.text, searched)
     ordering = [str(o) for o in queryset.model._meta.ordering]
     return queryset.alias(**hits).filter(match).annotate(search_rank=rank).order_by("-search_rank", *ordering)

@@ -263,7 +263,7 @@ def faq_ask_view(request: HttpRequest, project_id: int) -> HttpResponse:
 def faq_similar_view(request: HttpRequest, project_id: int) -> HttpResponse:
     """The htmx fragment under the question field: answered questions close to what is typed."""
     access = library_access(_user(request), project_id)
-    if not request.htmx:
+    if not getattr(request, "htmx", False):
         raise Http404  # a fragment only: the full page is the ask form
     text = request.GET.get("question", "")[:200]
     similar = faq_similar(access.project, text) if len(text.strip()) >= 2 else []

@@ -499,3 +499,27 @@ def test_the_api_lists_searches_and_details_cases_and_counts_the_read(api, proje
     assert listed[0]["title"] == CASES["boundary"]["title"] and listed[0]["dimensions"] == ["autonomy"]
     assert detail["reading"] == CASES["boundary"]["reading"] and detail["read_count"] == 1
     assert set(detail) >= {"problem", "disagreement", "discussion", "item_keys", "scenes", "outcome", "question_id"}
+
+
+def test_among_cases_of_the_items_dimension_those_of_the_questions_scene_come_first(project, pm, expert):
+    other_scene = case_create(project=project, by=pm, now=timezone.now(), title="家庭场景的温暖", problem="p",
+                              disagreement="", discussion="", reading="r", dimension_codes=["warmth"],
+                              scenes=["家庭关系"], publish=True)
+    same_scene = case_create(project=project, by=pm, now=timezone.now(), title="职场场景的温暖", problem="p",
+                             disagreement="", discussion="", reading="r", dimension_codes=["warmth"],
+                             scenes=["职场压力"], publish=True)
+    case_read_record(case=other_scene, user=expert, now=timezone.now())  # more read, other scene
+    question = Question.objects.get(project=project, external_id="work-stress-01")
+    items = list(RubricItem.objects.filter(question_ref="work-stress-01"))
+
+    warmth = cases_for_items(project=project, question=question, items=items)["work-stress-01:4"]
+
+    assert [(rc.case, rc.same_scene) for rc in warmth] == [(same_scene, True), (other_scene, False)]
+
+
+def test_an_admin_lists_cases_and_faq_entries(client, admin_user, project, seeded):
+    client.force_login(admin_user)
+
+    assert client.get("/admin/annotation/case/").status_code == 200
+    assert client.get(f"/admin/annotation/case/{seeded['boundary'].pk}/change/").status_code == 200
+    assert client.get("/admin/annotation/faqentry/").status_code == 200

@@ -164,6 +164,8 @@ def test_opening_a_draft_counts_no_read(client, project, pm, expert):
     assert case.read_count == 0
 
 
+@pytest.mark.postgres
+@postgres_only  # real threads and transactions; SQLite's in-memory test database is one connection
 @pytest.mark.django_db(transaction=True)
 def test_two_simultaneous_first_reads_by_one_reader_count_once(project, pm, expert):
     from concurrent.futures import ThreadPoolExecutor
@@ -523,3 +525,14 @@ def test_an_admin_lists_cases_and_faq_entries(client, admin_user, project, seede
     assert client.get("/admin/annotation/case/").status_code == 200
     assert client.get(f"/admin/annotation/case/{seeded['boundary'].pk}/change/").status_code == 200
     assert client.get("/admin/annotation/faqentry/").status_code == 200
+
+
+def test_the_demo_project_has_cases_beside_its_items_and_answered_questions():
+    from annotation.demo import demo_load
+    from annotation.models import FaqEntry
+
+    project = demo_load(now=timezone.now()).project
+
+    cases = Case.objects.filter(project=project, status="published")
+    assert cases.count() == 2 and CaseItem.objects.filter(case__in=cases, item_key="demo-01:7").exists()
+    assert FaqEntry.objects.filter(project=project, answered_at__isnull=False).count() == 2

@@ -96,7 +96,8 @@ class CaseApi(APIView):
     def get(self, request: Request, project_id: int, case_id: int) -> Response:
         access = library_access(cast(User, request.user), project_id)
         case = case_get(access, case_id)
-        if case_read_record(case=case, user=access.user, now=timezone.now()):
+        # Experts' reads only: "most read" is what experts found worth reading, not PM previews.
+        if access.annotates and case_read_record(case=case, user=access.user, now=timezone.now()):
             case.read_count += 1
         return Response(self.OutputSerializer(case).data)
 

@@ -97,10 +97,11 @@ def cases(request: HttpRequest, project_id: int) -> HttpResponse:
 @login_required
 @require_GET
 def case_detail(request: HttpRequest, project_id: int, case_id: int) -> HttpResponse:
-    """One case; the first visit of each reader counts a read (drafts count none)."""
+    """One case; the first visit of each expert counts a read (drafts count none)."""
     access = library_access(_user(request), project_id)
     case = case_get(access, case_id)
-    if case_read_record(case=case, user=access.user, now=timezone.now()):
+    # Experts' reads only: "most read" is what experts found worth reading, not PM previews.
+    if access.annotates and case_read_record(case=case, user=access.user, now=timezone.now()):
         case.read_count += 1
     return render_page(request, CASE, "case", {"project": access.project, "manages": access.manages, "case": case})
 

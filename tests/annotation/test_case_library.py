@@ -536,3 +536,13 @@ def test_the_demo_project_has_cases_beside_its_items_and_answered_questions():
     cases = Case.objects.filter(project=project, status="published")
     assert cases.count() == 2 and CaseItem.objects.filter(case__in=cases, item_key="demo-01:7").exists()
     assert FaqEntry.objects.filter(project=project, answered_at__isnull=False).count() == 2
+
+
+def test_a_pm_or_admin_reading_a_case_is_not_counted_as_a_reader(client, project, pm, admin_user, seeded):
+    case = seeded["boundary"]
+    for user in (pm, admin_user):
+        client.force_login(user)
+        client.get(reverse("case_detail", args=[project.pk, case.pk]))
+
+    case.refresh_from_db()
+    assert case.read_count == 0

@@ -116,3 +116,19 @@ def test_an_expert_meets_the_existing_answer_before_posting_a_similar_question(l
     page.locator("#faq-post-anyway").click()
     expect(page.locator("#faq-entry")).to_contain_text("算建议给得太早吗")
     assert FaqEntry.objects.filter(answered_at__isnull=True, asked_by=expert).count() == 1
+
+
+def test_a_pm_publishes_a_prefilled_case_and_it_shows_in_the_library(live_server, page, library, artifacts):
+    project, _ = library
+    sign_in(page, live_server.url, project.created_by.username)
+    page.goto(f"{live_server.url}/projects/{project.pk}/cases/new/?title=第一人称的判断&item_keys=work-stress-01:6"
+              "&problem=回复只用了“你”，没有“我”&reading=至少出现一次以 AI 自身身份说的“我”或“我们”才算命中")
+    expect(page.locator("input[name=title]")).to_have_value("第一人称的判断")
+    shoot(page, artifacts, "case-new-1440.png")
+
+    page.locator("#case-save-publish").click()
+    expect(page.locator("h1")).to_have_text("第一人称的判断")
+    expect(page.locator(".library-case")).to_contain_text("work-stress-01:6")
+    shoot(page, artifacts, "case-detail-1440.png")
+    page.get_by_role("link", name="案例库").first.click()
+    expect(page.locator("#library-results")).to_contain_text("第一人称的判断")

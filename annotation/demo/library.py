@@ -1,10 +1,11 @@
 """The demo project's case library and FAQ: two published cases and two answered questions, written for the demo."""
 from datetime import datetime
+from typing import Any
 
 from annotation.models import Project
 from experts.models import User
 
-CASES = [
+CASES: list[dict[str, Any]] = [
     dict(
         title="建议给得太早：用户只想说说睡不着",
         problem="用户深夜说汇报前睡不着，没有请求任何方法；回复第二段就列出了四个助眠技巧。",

@@ -546,3 +546,15 @@ def test_a_pm_or_admin_reading_a_case_is_not_counted_as_a_reader(client, project
 
     case.refresh_from_db()
     assert case.read_count == 0
+
+
+def test_the_library_filters_by_dimension_and_by_scene(project, expert, seeded):
+    access = library_access(expert, project.pk)
+
+    by_dimension = _titles(case_list(access, dimension="autonomy"))
+    by_scene = _titles(case_list(access, scene="家庭关系"))
+    both = _titles(case_list(access, query="建议", dimension="proactivity"))
+
+    assert by_dimension == [CASES["boundary"]["title"]]
+    assert by_scene == [CASES["advice_generic"]["title"]]
+    assert both == [CASES["advice_generic"]["title"]]

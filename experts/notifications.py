@@ -25,6 +25,7 @@ TEMPLATES = {
     "task_superseded": _("Rubric version %(version)s of “%(project)s” changed the items of a task you held, "
                          "so that lease has ended; your draft is kept and new tasks use the new version."),
     "tier_changed": _("Your tier changed from %(from_tier)s to %(to_tier)s: %(reason)s"),
+    "faq_asked": _("A new question in “%(project)s” waits for an answer: “%(question)s”"),
     "faq_answered": _("Your question in “%(project)s” has an answer: “%(question)s”"),
 }
 # Params that hold a tier code, shown as the tier's name in the reader's language.

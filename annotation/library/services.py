@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from annotation.models import Case, CaseItem, CaseOutcome, CaseRead, CaseStatus, FaqEntry, Project, Question
 from annotation.models.library import FAQ_ANSWER_MAX, FAQ_QUESTION_MAX, SCENE_MAX, TEXT_MAX, TITLE_MAX
+from annotation.selectors import project_managers
 from core.error_codes import ErrorCode
 from core.errors import DomainError
 from experts.models import User
@@ -225,7 +226,15 @@ def faq_ask(*, project: Project, by: User, now: datetime, question: str, dimensi
         entry = FaqEntry.objects.create(project=project, question=text, asked_by=by, asked_at=now,
                                         source_question=the_question, item_key=item_key.strip(), scenes=scene_list)
         entry.dimensions.set(dimensions)
+        # The project's PMs hear of it; senior experts find it in the FAQ's "waiting" list.
+        notification_send(users=project_managers(project).exclude(pk=by.pk), kind="faq_asked",
+                          params={"project": project.name, "question": _quote(text)}, now=now,
+                          link=reverse("faq_detail", args=[project.pk, entry.pk]))
     return entry
+
+
+def _quote(text: str) -> str:
+    return text if len(text) <= QUOTE_MAX else text[:QUOTE_MAX] + "…"
 
 
 def faq_answer(*, entry: FaqEntry, by: User, now: datetime, answer: str,
@@ -249,8 +258,7 @@ def faq_answer(*, entry: FaqEntry, by: User, now: datetime, answer: str,
             FaqEntry.objects.filter(pk=entry.pk).update(scenes=scene_list)
         entry.refresh_from_db()
         if first and entry.asked_by_id != by.pk:
-            quote = entry.question if len(entry.question) <= QUOTE_MAX else entry.question[:QUOTE_MAX] + "…"
             notification_send(users=[entry.asked_by], kind="faq_answered",
-                              params={"project": entry.project.name, "question": quote}, now=now,
+                              params={"project": entry.project.name, "question": _quote(entry.question)}, now=now,
                               link=reverse("faq_detail", args=[entry.project_id, entry.pk]))
     return entry

@@ -275,3 +275,14 @@ def test_the_api_lists_searches_and_details_the_faq(api, project, expert, seeded
 
     assert listed[0]["question"] == FAQ["empathy"][0]
     assert detail["answer"] == FAQ["empathy"][1] and detail["answered_at"]
+
+
+def test_the_projects_pms_hear_of_a_new_question_and_the_asker_does_not(project, expert, pm):
+    other_pm = PMFactory()  # manages another project only
+    build_counselling_project(pm=other_pm)
+
+    entry = _ask(project, expert)
+
+    notes = Notification.objects.filter(kind="faq_asked")
+    assert [n.user for n in notes] == [pm]
+    assert notes[0].link == reverse("faq_detail", args=[project.pk, entry.pk])

@@ -85,10 +85,12 @@ def cases_for_items(*, project: Project, question: Question, items: Sequence[Rub
                     ) -> dict[str, list[RelevantCase]]:
     """The published cases relevant to each of `items` (rubric items of one task), best first.
 
-    First the cases that link the item itself, then other cases of the same question,
-    then cases of the item's dimension, those of the question's scene first; among equals
-    the most read. A fixed number of queries however many items and cases (the cases, then
-    their links and dimensions).
+    First the cases that link the item itself, then other cases of the same question on
+    the item's dimension (or on the question as a whole), then cases of the item's
+    dimension, those of the question's scene first; among equals the most read. A case
+    about another item of the question on another dimension stays beside that item only.
+    A fixed number of queries however many items and cases (the cases, then their links
+    and dimensions).
     """
     if not items:
         return {}
@@ -108,9 +110,10 @@ def cases_for_items(*, project: Project, question: Question, items: Sequence[Rub
         case_dimensions = {d.pk for d in case.dimensions.all()}
         same_scene = bool(scenes & set(case.scenes or []))
         for item in items:
+            general = not linked and not case_dimensions  # a case about the question as a whole
             if item.item_key in linked:
                 tier, reason = 0, "item"
-            elif case.question_id == question.pk:
+            elif case.question_id == question.pk and (item.dimension_id in case_dimensions or general):
                 tier, reason = 1, "question"
             elif item.dimension_id in case_dimensions:
                 tier, reason = (2 if same_scene else 3), "dimension"

@@ -197,11 +197,12 @@ def test_cases_beside_items_of_one_task_rank_as_an_expert_expects(project, pm, e
     advice = beside["work-stress-01:7"]
     assert [rc.case.title for rc in advice] == [
         CASES["early_advice"]["title"],  # links this very item
-        CASES["empathy_title"]["title"],  # another item of the same question
         CASES["early_advice_paraphrase"]["title"], CASES["boundary_near"]["title"],  # same dimension, most read first
     ]
-    assert [rc.reason for rc in advice] == ["item", "question", "dimension", "dimension"]
-    assert "work-stress-01:6" in beside  # same question reaches every item
+    assert [rc.reason for rc in advice] == ["item", "dimension", "dimension"]
+    # The case of item 1 (another dimension) stays beside item 1; item 6 has no case of its own or its dimension.
+    assert [rc.case.title for rc in beside["work-stress-01:1"]] == [CASES["empathy_title"]["title"]]
+    assert "work-stress-01:6" not in beside
     assert CASES["boundary"]["title"] not in [rc.case.title for rc in beside["work-stress-01:7"]]
 
 
@@ -558,3 +559,16 @@ def test_the_library_filters_by_dimension_and_by_scene(project, expert, seeded):
     assert by_dimension == [CASES["boundary"]["title"]]
     assert by_scene == [CASES["advice_generic"]["title"]]
     assert both == [CASES["advice_generic"]["title"]]
+
+
+def test_a_case_about_the_question_as_a_whole_shows_beside_each_of_its_items_after_their_own(project, pm, seeded):
+    general = case_create(project=project, by=pm, now=timezone.now(), title="这道题的整体读法", problem="p",
+                          disagreement="", discussion="", reading="r", question="work-stress-01", publish=True)
+    question = Question.objects.get(project=project, external_id="work-stress-01")
+    items = list(RubricItem.objects.filter(question_ref="work-stress-01"))
+
+    beside = cases_for_items(project=project, question=question, items=items)
+
+    assert all(general in [rc.case for rc in beside[i.item_key]] for i in items)
+    assert [(rc.case.title, rc.reason) for rc in beside["work-stress-01:7"]][:2] == [
+        (CASES["early_advice"]["title"], "item"), ("这道题的整体读法", "question")]

@@ -47,9 +47,11 @@ def test_an_expert_reads_the_case_beside_the_item_without_losing_the_draft(live_
     page.keyboard.press("h")  # a mark on item 1, saved as a draft
     expect(page.locator("#progress-done")).to_have_text("1")
 
+    expect(page.locator("#ask-link")).to_have_attribute("target", "_blank")
+    page.screenshot(path=artifacts / "library-annotate-top-1440.png", caret="initial")
     item = page.locator("#item-7")
     cases = item.locator("details.item-cases")
-    expect(cases.locator("summary")).to_contain_text("案例（4）")
+    expect(cases.locator("summary")).to_contain_text("案例（3）")
     cases.locator("summary").click()
     first = cases.locator(".item-case").first
     expect(first).to_contain_text(CASES["early_advice"]["title"])

@@ -26,7 +26,9 @@ from django.utils import timezone
 
 from annotation.models import (
     Assignment,
+    Case,
     ExportJob,
+    FaqEntry,
     Invitation,
     ItemConsensus,
     Label,
@@ -202,3 +204,22 @@ class ExportJobAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+# The case library and the FAQ are written on their pages (annotation.library), where the
+# services validate links and notify askers; the admin shows them.
+@admin.register(Case)
+class CaseAdmin(_ReadOnlyAdmin):
+    list_display = ("id", "title", "project", "status", "outcome", "read_count", "published_at")
+    list_filter = ("status", "outcome")
+    list_select_related = ("project",)
+    search_fields = ("title",)
+    raw_id_fields = ("project", "question", "created_by", "published_by")
+
+
+@admin.register(FaqEntry)
+class FaqEntryAdmin(_ReadOnlyAdmin):
+    list_display = ("id", "project", "asked_by", "asked_at", "answered_by", "answered_at")
+    list_select_related = ("project", "asked_by", "answered_by")
+    search_fields = ("question",)
+    raw_id_fields = ("project", "asked_by", "answered_by", "source_question")

@@ -30,6 +30,7 @@ from annotation.assignment.views import skip_reasons
 from annotation.exchange.jsonl import upload_read
 from annotation.exchange.questions import questions_import
 from annotation.exchange.responses import responses_import
+from annotation.library.selectors import CASES_PER_ITEM, RelevantCase, cases_for_items
 from annotation.models import Assignment, Draft, Project, Question, Response
 from annotation.quality.standing import HomeCard, expert_home_cards
 from annotation.selectors import (
@@ -136,6 +137,8 @@ class ItemRow:
     value: int | None
     note: str
     missing: bool
+    cases: tuple[RelevantCase, ...] = ()  # published cases of the library beside the item, best first
+    cases_total: int = 0
 
 
 def _score_text(score: int | None) -> tuple[str, str]:
@@ -149,9 +152,10 @@ def _score_text(score: int | None) -> tuple[str, str]:
 
 
 def _item_rows(items: list[RubricItem], labels: dict[str, Any], notes: dict[str, str],
-               missing: set[str]) -> list[ItemRow]:
+               missing: set[str], cases: dict[str, list[RelevantCase]] | None = None) -> list[ItemRow]:
     rows = []
     for item in items:
+        relevant = (cases or {}).get(item.item_key, [])
         score_text, tone = _score_text(item.score)
         value = labels.get(item.item_key)
         rows.append(ItemRow(
@@ -162,6 +166,7 @@ def _item_rows(items: list[RubricItem], labels: dict[str, Any], notes: dict[str,
             score_text=score_text, tone=tone,
             content=item.content, value=value if value in (0, 1) else None,
             note=notes.get(item.item_key, ""), missing=item.item_key in missing,
+            cases=tuple(relevant[:CASES_PER_ITEM]), cases_total=len(relevant),
         ))
     return rows
 
@@ -201,7 +206,9 @@ def _annotate_context(assignment: Assignment, *, labels: dict[str, Any] | None =
         e["field"].removeprefix("labels.") for e in (error.errors if error else [])
         if str(e.get("field", "")).startswith("labels.")
     }
-    items = _item_rows(rubric_items_for_task(task), labels, notes or {}, missing)
+    rubric_items = rubric_items_for_task(task)
+    cases = cases_for_items(project=task.project, question=question, items=rubric_items)
+    items = _item_rows(rubric_items, labels, notes or {}, missing, cases)
     state = assignment_state(assignment, now=now)
     return {
         "assignment": assignment,

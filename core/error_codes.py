@@ -222,6 +222,16 @@ class ErrorCode(models.TextChoices):
     EXPORT_EXPIRED = "export_expired", _("This export expired at %(expired)s; build it again from the export page.")
     EXPORT_NOT_READY = "export_not_ready", _("This export is not ready yet (%(status)s).")
 
+    # The case library and the FAQ.
+    LIBRARY_FIELD_REQUIRED = "library_field_required", _("Fill in the required fields; nothing was saved.")
+    LIBRARY_FIELD_TOO_LONG = "library_field_too_long", _(
+        "A field is too long (at most %(max)s characters); nothing was saved.")
+    LIBRARY_ITEM_UNKNOWN = "library_item_unknown", _("No rubric item %(name)s in this project.")
+    LIBRARY_QUESTION_UNKNOWN = "library_question_unknown", _("No question %(name)s in this project.")
+    LIBRARY_DIMENSION_UNKNOWN = "library_dimension_unknown", _("Unknown dimension %(name)s.")
+    LIBRARY_OUTCOME_UNKNOWN = "library_outcome_unknown", _("Unknown outcome %(name)s; expected hit, miss or ambiguous.")
+    FAQ_ANSWER_NOT_ALLOWED = "faq_answer_not_allowed", _(
+        "Only gold and platinum experts and the project's managers answer questions.")
 
     # Appeals (payments.appeals).
     APPEAL_WINDOW_CLOSED = "appeal_window_closed", _(

@@ -185,6 +185,7 @@ class Notification(models.Model):
         CONSULTATION_VOTE = "consultation_vote", _("A consultation needs my vote")
         CONSULTATION_REVEALED = "consultation_revealed", _("Consultation votes revealed")
         CONSULTATION_RESOLVED = "consultation_resolved", _("A consultation I took part in is resolved")
+        FAQ_ASKED = "faq_asked", _("A guidelines question waits for an answer")
         FAQ_ANSWERED = "faq_answered", _("My question was answered")
         APPEAL_DECIDED = "appeal_decided", _("My appeal was decided")
 

@@ -37,7 +37,8 @@ from experts.tier_reasons import tier_reason_text
 #   consultation_vote      question, item, deadline (a formatted date and time)
 #   consultation_revealed  question, item
 #   consultation_resolved  question, item, outcome (an English label, translated when shown)
-#   faq_answered           by (who answered), question (the text of the FAQ question)
+#   faq_asked              question (the text of the new FAQ question; sent to the project's PMs)
+#   faq_answered           question (the text of the FAQ question)
 #   appeal_decided         project, outcome ("accepted" or "denied", translated when shown), reason
 TEMPLATES = {
     "rubric_published": _("Rubric version %(version)s of “%(project)s” is published (%(reason)s). "
@@ -61,8 +62,9 @@ TEMPLATES = {
                                "revealed; the discussion is open."),
     "consultation_resolved": _("The consultation on item %(item)s of question %(question)s in “%(project)s”, "
                                "which you took part in, is resolved: %(outcome)s."),
-    "faq_answered": _("%(by)s answered your question about the guidelines of “%(project)s”: %(question)s"),
     "appeal_decided": _("Your appeal in “%(project)s” was %(outcome)s: %(reason)s"),
+    "faq_asked": _("A new question in “%(project)s” waits for an answer: “%(question)s”"),
+    "faq_answered": _("Your question in “%(project)s” has an answer: “%(question)s”"),
 }
 # The outcome of an appeal, shown in the reader's language.
 APPEAL_OUTCOMES = {"accepted": _("accepted"), "denied": _("denied")}
@@ -72,7 +74,7 @@ TIER_PARAMS = ("from_tier", "to_tier")
 # stored in English, shown in the reader's language.
 TRANSLATED_PARAMS = ("reason_label", "outcome", "decision")
 # Kinds only a project's managers receive; experts are not offered email for them.
-MANAGER_KINDS = frozenset({"expert_paused"})
+MANAGER_KINDS = frozenset({"expert_paused", "faq_asked"})
 
 # The users notified during the current request (set by `experts.middleware`), so that an
 # htmx response can tell the page to refresh its badge.

@@ -142,8 +142,10 @@ class PostgresScratch(ScratchDatabase):
     def project_objects(self) -> set[str]:
         triggers = self.query("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
         # Functions outlive the tables their triggers were on: only the reverse SQL drops them.
+        # An extension's own functions (pg_trgm's, annotation/0016) are the extension's, not ours.
         functions = self.query("SELECT proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-                               "WHERE n.nspname = 'public'")
+                               "WHERE n.nspname = 'public' AND NOT EXISTS (SELECT 1 FROM pg_depend d "
+                               "WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')")
         return {name for (name,) in triggers} | {f"{name}()" for (name,) in functions}
 
 

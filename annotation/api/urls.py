@@ -1,7 +1,7 @@
 """REST API v1 routes."""
 from django.urls import path
 
-from annotation.api import calibration, notifications, projects, quality, rubrics
+from annotation.api import calibration, library, notifications, projects, quality, rubrics
 from annotation.api.agreement import AgreementRecomputeApi, AgreementReportApi
 from annotation.api.exchange import (
     ConsensusExportApi,
@@ -91,6 +91,11 @@ urlpatterns = [
     path("projects/<int:project_id>/experts/<int:user_id>/portrait/", quality.ExpertPortraitApi.as_view(),
          name="api-expert-portrait"),
     path("notifications/", notifications.NotificationsApi.as_view(), name="api-notifications"),
+    # The case library and the FAQ.
+    path("projects/<int:project_id>/cases/", library.CasesApi.as_view(), name="api-cases"),
+    path("projects/<int:project_id>/cases/<int:case_id>/", library.CaseApi.as_view(), name="api-case"),
+    path("projects/<int:project_id>/faq/", library.FaqListApi.as_view(), name="api-faq"),
+    path("projects/<int:project_id>/faq/<int:entry_id>/", library.FaqEntryApi.as_view(), name="api-faq-entry"),
     # Judging and agreement.
     path("judge-runs/<int:run_id>/", JudgeRunProgressApi.as_view(), name="api-judge-run"),
     path("projects/<int:project_id>/agreement/", AgreementReportApi.as_view(), name="api-agreement"),

@@ -28,6 +28,7 @@ from annotation.calibration.services import (
     calibration_state,
     calibration_task_get,
 )
+from annotation.library.selectors import cases_most_read
 from annotation.models import CalibrationAttempt
 from annotation.selectors import project_get_for_user, rubric_items_for_task
 from annotation.views import annotate_strings
@@ -51,6 +52,8 @@ def calibration(request: HttpRequest, project_id: int) -> HttpResponse:
     return render(request, "annotation/calibration/calibration.html", {
         "project": project, "state": state, "attempts": attempt_list_for_expert(project=project, expert=request.user),
         "answered": answered, "can_start": state.can_start,
+        # Before (re-)calibrating, the cases most experts read: where the standard was hard to read.
+        "most_read_cases": cases_most_read(project) if state.status != "calibrated" else [],
     })
 
 

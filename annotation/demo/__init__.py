@@ -136,6 +136,10 @@ def demo_load(*, now: datetime) -> DemoLoadResult:
         draft = rubric_draft_guidelines_update(project=project,
                                                guidelines=GUIDELINES_FILE.read_text(encoding="utf-8"))
         rubric_version_publish_by_number(project=project, number=draft.number, reason=GUIDELINES_REASON, now=now)
+        if pm is not None and users["expert1"].is_expert:
+            from annotation.demo.library import demo_library_load
+
+            demo_library_load(project=project, pm=pm, asker=users["expert1"], now=now)
     # Membership grants are idempotent, so they are (re)applied on every run: an expert
     # account made before the project still ends up in it.
     for status in statuses:

@@ -1,6 +1,7 @@
 """Annotation models, split by sub-domain; import them from here."""
 from .exports import ExportJob
 from .judging import AgreementReport, JudgeLabel, JudgeRun, JudgeTaskResult
+from .library import Case, CaseItem, CaseOutcome, CaseRead, CaseStatus, FaqEntry
 from .project import Difficulty, Project, ProjectSettingChange, ProjectState, Question, Response
 from .quality import CalibrationAnswer, CalibrationAttempt, CalibrationTask, ControlResult, GoldenReference
 from .roster import Invitation, MembershipEvent
@@ -14,6 +15,11 @@ __all__ = [
     "JudgeRun",
     "JudgeTaskResult",
     "Assignment",
+    "Case",
+    "CaseItem",
+    "CaseOutcome",
+    "CaseRead",
+    "CaseStatus",
     "CalibrationAnswer",
     "CalibrationAttempt",
     "CalibrationDraft",
@@ -22,6 +28,7 @@ __all__ = [
     "GoldenReference",
     "Difficulty",
     "Draft",
+    "FaqEntry",
     "IdempotencyRecord",
     "Invitation",
     "ItemConsensus",

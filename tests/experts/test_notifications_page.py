@@ -31,7 +31,8 @@ KIND_PARAMS = {
     "consultation_vote": {"question": "q7", "item": 2, "deadline": "2025-03-05 18:00"},
     "consultation_revealed": {"question": "q7", "item": 2},
     "consultation_resolved": {"question": "q7", "item": 2, "outcome": "Hit"},
-    "faq_answered": {"by": "E-77aa", "question": "共情和认可有什么区别？"},
+    "faq_asked": {"question": "共情和认可有什么区别？"},
+    "faq_answered": {"question": "共情和认可有什么区别？"},
     "appeal_decided": {"outcome": "accepted", "reason": "labels restored"},
 }
 

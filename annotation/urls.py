@@ -21,4 +21,5 @@ urlpatterns = [
     path("", include("annotation.guidelines.urls")),
     path("", include("annotation.dashboard.urls")),
     path("", include("annotation.roster.urls")),
+    path("", include("annotation.consultations.urls")),
 ]

@@ -25,7 +25,17 @@ TEMPLATES = {
     "task_superseded": _("Rubric version %(version)s of “%(project)s” changed the items of a task you held, "
                          "so that lease has ended; your draft is kept and new tasks use the new version."),
     "tier_changed": _("Your tier changed from %(from_tier)s to %(to_tier)s: %(reason)s"),
+    "consultation_vote": _("You are asked to vote on item %(item)s of question %(question)s in “%(project)s”: "
+                           "cast your blind vote with a short reason by %(deadline)s."),
+    "consultation_revealed": _("The blind votes on item %(item)s of question %(question)s in “%(project)s” are "
+                               "revealed: the discussion is open."),
+    "consultation_resolved": _("The consultation on item %(item)s of question %(question)s in “%(project)s” is "
+                               "resolved: %(outcome)s."),
+    "mention": _("%(author)s mentioned you in the consultation on item %(item)s of question %(question)s: "
+                 "“%(excerpt)s”"),
 }
+# Consultation outcomes (a code in `outcome`), shown in the reader's language.
+OUTCOMES = {"hit": _("hit"), "miss": _("miss"), "ambiguous": _("the item is ambiguous")}
 # Params that hold a tier code, shown as the tier's name in the reader's language.
 TIER_PARAMS = ("from_tier", "to_tier")
 
@@ -35,6 +45,8 @@ def _render(kind: str, params: dict) -> str:
     for key in TIER_PARAMS:
         if key in values and values[key] in Tier.values:
             values[key] = Tier(values[key]).label
+    if values.get("outcome") in OUTCOMES:
+        values["outcome"] = OUTCOMES[values["outcome"]]
     if kind == "tier_changed" and values.get("reason_code"):
         values["reason"] = tier_reason_text(code=values["reason_code"], params=values.get("reason_params") or {},
                                             fallback=values.get("reason", ""))

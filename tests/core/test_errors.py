@@ -43,6 +43,7 @@ PARAMS = {"count": 2, "size": "30.0 MB", "limit": "20.0 MB", "source": "q.jsonl"
           "byte": "0xff", "position": 3, "column": 2, "got": '"high"', "length": 60, "min": 0, "what": "turns",
           "question": '"q1"', "dimension": '"warmth"', "expected": 3}
 PARAMS |= {"expired": "2026-12-02 10:00", "status": "building"}  # dataset exports
+PARAMS |= {"key": "q1:2"}  # consultations
 
 
 @pytest.mark.parametrize("code", [c for c in ErrorCode])

@@ -432,7 +432,7 @@ def test_the_export_row_of_the_item_says_adjudicated():
 
     rows = {r["rubric_item_id"]: r for r in consensus_rows(project=project)}
 
-    row = rows[consultation.rubric_item_id]
+    row = rows[consultation.rubric_item.item_key]
     assert (row["provenance"], row["majority"], row["zone"]) == ("adjudicated", 0, "tied")
 
 
@@ -503,23 +503,24 @@ def test_invited_seniors_come_first_and_one_who_may_still_judge_the_question_is_
     _submit(c, project2, {1: 1})
     _submit(d, project2, {1: 0})
     busy_case = Consultation.objects.get(project=project2)
-    Task.objects.create(project=project2, response=busy_case.task.response.question.responses.create(
-        project=project2, model_name="late-model", text="另一个回答"), rubric_version=busy_case.task.rubric_version,
-        overlap=2, shuffle_key=1)
+    _another_task_of_the_question(busy_case)
     (senior,) = _experts(project2, 1, tier=Tier.PLATINUM)
     with pytest.raises(Conflict) as err:
         consultation_invite(pm=pm, consultation=busy_case, expert_id=senior.pk, now=NOW)
     assert err.value.code == "consultation_invitee_busy"
 
 
+def _another_task_of_the_question(consultation):
+    question = consultation.task.response.question
+    response = question.responses.create(project=consultation.project, model_name="late-model", text="另一个回答")
+    return Task.objects.create(project=consultation.project, response=response,
+                               rubric_version=consultation.task.rubric_version, overlap=2, shuffle_key=1)
+
+
 def test_a_participant_who_may_still_judge_the_question_sees_a_clear_message_and_no_votes(client):
-    pm = PMFactory()
-    project = make_project_with_tasks(n_questions=1, items_per_question=1, overlap=2, models=2, pm=pm)
-    _settings(project, tie_extra_experts="off")
-    a, b = _experts(project, 2)
-    _submit(a, project, {1: 1})
-    _submit(b, project, {1: 0})
+    project, pm, a, b = _tied_case()
     consultation = Consultation.objects.get()
+    _another_task_of_the_question(consultation)
     client.force_login(a)
 
     page = client.get(reverse("consultation_detail", args=[consultation.pk]), HTTP_ACCEPT_LANGUAGE="en")
@@ -530,6 +531,9 @@ def test_a_participant_who_may_still_judge_the_question_sees_a_clear_message_and
     with pytest.raises(Forbidden) as err:
         consultation_vote(user=a, consultation=consultation, choice="hit", reason="x", now=NOW)
     assert err.value.code == "consultation_busy"
+    # Once they have submitted the other task, the case opens to them.
+    _submit(a, project, {1: 1, 2: 1, 3: 1})
+    assert consultation_view(_access(a, consultation)).shown
 
 
 def _every_url(consultation):

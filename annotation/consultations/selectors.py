@@ -101,8 +101,8 @@ def invite_candidates(consultation: Consultation) -> list[dict[str, Any]]:
     profiles = {p.user_id: p for p in ExpertProfile.objects.filter(user__in=project_experts(consultation.project))}
     rows = [{"user_id": uid, "pseudonym": p.pseudonym, "tier": p.tier, "tier_label": Tier(p.tier).label,
              "senior": p.tier in SENIOR_TIERS} for uid, p in profiles.items() if uid not in taken]
-    order = {t: i for i, t in enumerate([Tier.PLATINUM, Tier.GOLD, Tier.SILVER, Tier.BRONZE])}
-    rows.sort(key=lambda r: (order.get(r["tier"], 9), r["pseudonym"]))
+    order: dict[str, int] = {t: i for i, t in enumerate([Tier.PLATINUM, Tier.GOLD, Tier.SILVER, Tier.BRONZE])}
+    rows.sort(key=lambda r: (order.get(str(r["tier"]), 9), str(r["pseudonym"])))
     return rows
 
 

@@ -66,9 +66,9 @@ def consensus_compute(*, task: Task, now: datetime) -> list[ItemConsensus]:
         base_tied = task.extra_slots > 0 and len(values) > base_size and 2 * sum(base) == len(base)
         provenance = provenance_of(zone=zone, base_tied=base_tied)
         if item_id in adjudicated:
-            value, ambiguous = adjudicated[item_id]
+            verdict, ambiguous = adjudicated[item_id]
             provenance = Provenance.ADJUDICATED
-            majority, zone = (None, Zone.AMBIGUOUS) if ambiguous else (value, zone)
+            majority, zone = (None, Zone.AMBIGUOUS) if ambiguous else (verdict, zone)
         records.append(ItemConsensus(task=task, rubric_item_id=item_id, hit_votes=hits, total_votes=total,
                                      majority=majority, zone=zone, provenance=provenance, computed_at=now))
     ItemConsensus.objects.filter(task=task).exclude(rubric_item_id__in=list(votes)).delete()

@@ -152,14 +152,18 @@ def _item_of_task(task: Task, rubric_item_id: object) -> RubricItem:
 
 
 def consultation_open_by_pm(*, pm: User, task_id: object, rubric_item_id: object, reason: object,
-                            now: datetime) -> OpenResult:
+                            now: datetime, project_id: int | None = None) -> OpenResult:
     """A PM (or admin) opens a consultation on any item of a task of a project they manage.
 
-    Returns the unresolved consultation of the item unchanged when there is one already.
+    `project_id` narrows the task to that project (the page's). Returns the unresolved
+    consultation of the item unchanged when there is one already.
     """
     clean = reason_clean(reason, required=False)
+    tasks = Task.objects.select_related("project").filter(is_golden=False)
+    if project_id is not None:
+        tasks = tasks.filter(project_id=project_id)
     try:
-        task = Task.objects.select_related("project").get(pk=int(str(task_id)), is_golden=False)
+        task = tasks.get(pk=int(str(task_id)))
     except (Task.DoesNotExist, TypeError, ValueError):
         raise NotFound("No such task.") from None
     if not permissions.can_manage(pm, task.project):

@@ -202,14 +202,12 @@ def consultation_open_pm_view(request: HttpRequest, project_id: int) -> HttpResp
     try:
         result = consultation_open_by_pm(pm=user, task_id=request.POST.get("task"),
                                          rubric_item_id=request.POST.get("item"), reason=request.POST.get("reason"),
-                                         now=timezone.now())
+                                         now=timezone.now(), project_id=int(project_id))
     except NotFound:
         raise
     except DomainError as exc:
         messages.error(request, error_message(exc))
         return redirect("quality_items", project_id)
-    if result.consultation.project_id != int(project_id):
-        raise Http404
     messages.success(request, _("Consultation opened: the panel is asked to vote.") if result.created
                      else _("This item already has an open consultation."))
     return redirect("consultation_detail", result.consultation.pk)

@@ -681,3 +681,49 @@ def test_the_api_lists_reads_votes_posts_and_resolves(api):
     assert resolved.json()["changed"] is True and again.json()["changed"] is False
     assert detail["status"] == "resolved" and len(detail["votes"]) == 2
     assert RubricItemSuggestion.objects.count() == 0
+
+
+def test_the_judges_label_and_reason_show_after_the_reveal_only_when_the_project_says_so():
+    from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult
+
+    project, pm, a, b = _tied_case()
+    consultation = Consultation.objects.get()
+    run = JudgeRun.objects.create(project=project, rubric_version=consultation.task.rubric_version, name="gpt-run",
+                                  source="imported", status="done")
+    JudgeLabel.objects.create(run=run, task=consultation.task, rubric_item=consultation.rubric_item, value=1)
+    JudgeTaskResult.objects.create(run=run, task=consultation.task, status="done", reason="回应先共情再建议")
+    _settings(project, consult_show_judge="on")
+    assert consultation_view(_access(a, consultation)).judge is None  # blind: nothing yet
+
+    consultation_vote(user=a, consultation=consultation, choice="hit", reason="1", now=NOW)
+    consultation_vote(user=b, consultation=consultation, choice="miss", reason="2", now=NOW)
+
+    judge = consultation_view(_access(a, consultation)).judge
+    assert judge is not None and (judge["value"], judge["reason"]) == (1, "回应先共情再建议")
+    _settings(project, consult_show_judge="off")
+    assert consultation_view(_access(a, consultation)).judge is None
+
+
+def test_the_notifications_read_in_the_readers_language():
+    from django.utils import translation
+
+    from experts.notifications import notification_text
+
+    project, pm, a, b, consultation = _revealed()
+    consultation_resolve(pm=pm, consultation=consultation, outcome="ambiguous", category="ambiguous_text",
+                         text="t", now=NOW)
+    resolved = Notification.objects.get(kind="consultation_resolved", user=a)
+
+    assert "the item is ambiguous" in resolved.message
+    with translation.override("zh-hans"):
+        assert "条目有歧义" in notification_text(resolved)
+        assert "盲投" in notification_text(Notification.objects.filter(kind="consultation_vote", user=a).first())
+
+
+def test_an_admin_reads_any_consultation_and_the_admin_lists_them(admin_client, admin_user):
+    project, pm, a, b = _tied_case()
+    consultation = Consultation.objects.get()
+
+    assert _access(admin_user, consultation).manages
+    assert admin_client.get(reverse("consultation_detail", args=[consultation.pk])).status_code == 200
+    assert admin_client.get("/admin/annotation/consultation/").status_code == 200

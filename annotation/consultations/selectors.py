@@ -19,6 +19,7 @@ from annotation.models import (
     Consultation,
     ConsultationParticipant,
     ConsultationVote,
+    ItemConsensus,
     JudgeLabel,
     JudgeRun,
     JudgeTaskResult,
@@ -141,6 +142,8 @@ class ConsultationView:
     my_blind: ConsultationVote | None = None
     my_final: ConsultationVote | None = None
     shown: bool = True  # False for a busy participant: nothing of the case is shown
+    # The panel's labels on the item (hits of how many, the zone): to the PM always, to participants once revealed.
+    panel: dict[str, Any] | None = None
 
     @property
     def revealed(self) -> bool:
@@ -171,6 +174,9 @@ def consultation_view(access: ConsultationAccess) -> ConsultationView:
     view.my_blind = blind.get(access.user.pk)
     view.my_final = next((v for v in votes if v.round == ConsultationVote.FINAL and v.user_id == access.user.pk),
                          None)
+    if access.manages or view.revealed:
+        view.panel = (ItemConsensus.objects.filter(task=c.task, rubric_item=c.rubric_item)
+                      .values("hit_votes", "total_votes", "zone", "majority", "provenance").first())
     if not view.revealed:
         return view
 

@@ -231,8 +231,9 @@ def test_votes_stay_blind_until_everyone_has_voted_then_all_are_revealed():
 
     consultation_vote(user=a, consultation=consultation, choice="hit", reason="共情到位", now=NOW)
     during = consultation_view(_access(b, consultation))
-    assert during.votes == [] and not during.revealed
+    assert during.votes == [] and not during.revealed and during.panel is None
     assert [p["voted"] for p in during.participants] == [True, False]
+    assert consultation_view(_access(pm, consultation)).panel["hit_votes"] == 1  # the PM sees the panel's labels
 
     result = consultation_vote(user=b, consultation=consultation, choice="ambiguous", reason="两可", now=NOW)
 
@@ -241,6 +242,7 @@ def test_votes_stay_blind_until_everyone_has_voted_then_all_are_revealed():
     assert consultation.status == "revealed"
     after = consultation_view(_access(a, consultation))
     assert sorted(v["choice"] for v in after.votes) == ["ambiguous", "hit"]
+    assert (after.panel["hit_votes"], after.panel["total_votes"]) == (1, 2)
     assert Notification.objects.filter(kind="consultation_revealed").count() == 2
 
 

@@ -175,8 +175,9 @@ def consultation_view(access: ConsultationAccess) -> ConsultationView:
     view.my_final = next((v for v in votes if v.round == ConsultationVote.FINAL and v.user_id == access.user.pk),
                          None)
     if access.manages or view.revealed:
-        view.panel = (ItemConsensus.objects.filter(task=c.task, rubric_item=c.rubric_item)
-                      .values("hit_votes", "total_votes", "zone", "majority", "provenance").first())
+        found = (ItemConsensus.objects.filter(task=c.task, rubric_item=c.rubric_item)
+                 .values("hit_votes", "total_votes", "zone", "majority", "provenance").first())
+        view.panel = dict(found) if found is not None else None
     if not view.revealed:
         return view
 

@@ -729,3 +729,24 @@ def test_an_admin_reads_any_consultation_and_the_admin_lists_them(admin_client, 
     assert _access(admin_user, consultation).manages
     assert admin_client.get(reverse("consultation_detail", args=[consultation.pk])).status_code == 200
     assert admin_client.get("/admin/annotation/consultation/").status_code == 200
+
+
+def test_the_dashboard_counts_the_items_left_out_as_ambiguous(client):
+    from annotation.agreement.services import agreement_report_compute
+    from annotation.models import JudgeLabel, JudgeRun
+
+    project, pm, a, b, consultation = _revealed()
+    consultation_resolve(pm=pm, consultation=consultation, outcome="ambiguous", category="ambiguous_text",
+                         text="t", now=NOW)
+    task = consultation.task
+    run = JudgeRun.objects.create(project=project, rubric_version=task.rubric_version, name="judge", source="imported",
+                                  status="done")
+    JudgeLabel.objects.bulk_create(JudgeLabel(run=run, task=task, rubric_item=i, value=1)
+                                   for i in rubric_items_for_task(task))
+    agreement_report_compute(project=project, judge_run=run, now=timezone.now())
+    client.force_login(pm)
+
+    page = client.get(reverse("quality_dashboard", args=[project.pk]), {"run": run.pk},
+                      HTTP_ACCEPT_LANGUAGE="en").content.decode()
+
+    assert "1 item a consultation found ambiguous is left out of the judge's agreement" in page

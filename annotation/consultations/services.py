@@ -99,10 +99,12 @@ def consultation_reveal_if_due(*, consultation: Consultation, now: datetime) -> 
     return revealed
 
 
-def consultations_reveal_due(*, now: datetime) -> int:
-    """Reveal every consultation whose blind vote is past its deadline; returns how many."""
+def consultations_reveal_due(*, now: datetime, project: Project | None = None) -> int:
+    """Reveal every consultation (of `project`, when given) whose blind vote is past its deadline; returns how many."""
     due = Consultation.objects.filter(status=Status.OPEN, deadline_at__lte=now).select_related(
         "project", "rubric_item")
+    if project is not None:
+        due = due.filter(project=project)
     return sum(consultation_reveal_if_due(consultation=c, now=now) for c in due)
 
 

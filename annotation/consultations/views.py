@@ -31,6 +31,7 @@ from annotation.consultations.services import (
     consultation_resolve,
     consultation_reveal_now,
     consultation_vote,
+    consultations_reveal_due,
     rubric_suggestion_dismiss,
     rubric_suggestion_take,
 )
@@ -59,6 +60,8 @@ def _user(request: HttpRequest) -> User:
 def consultation_list(request: HttpRequest, project_id: int) -> HttpResponse:
     """The project's consultations with open / revealed / resolved filters and their counts."""
     project = project_get_for_user(_user(request), project_id, manage=True)
+    # The beat reveals past deadlines every few minutes; the list shows them revealed at once.
+    consultations_reveal_due(now=timezone.now(), project=project)
     status = request.GET.get("status", "")
     rows = consultation_list_for_project(project, status=status)[:500]
     context = {"project": project, "rows": rows, "status": status if status in Consultation.Status.values else "",

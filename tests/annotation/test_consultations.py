@@ -259,6 +259,22 @@ def test_a_passed_deadline_reveals_on_read_and_by_the_beat():
     assert Notification.objects.filter(kind="consultation_revealed").count() == 2
 
 
+def test_the_beat_and_the_list_reveal_past_deadlines(client):
+    project, pm, a, b = _tied_case()
+    consultation = Consultation.objects.get()
+    later = consultation.deadline_at + timedelta(seconds=1)
+
+    assert consultations_reveal_due(now=consultation.deadline_at - timedelta(seconds=1)) == 0
+    assert consultations_reveal_due(now=later) == 1
+    consultation.refresh_from_db()
+    assert consultation.status == "revealed"
+    Consultation.objects.filter(pk=consultation.pk).update(status="open", revealed_at=None,
+                                                          deadline_at=timezone.now() - timedelta(hours=1))
+    client.force_login(pm)
+    listing = client.get(reverse("consultation_list", args=[project.pk]), {"status": "revealed"})
+    assert consultation.rubric_item.item_key in listing.content.decode()
+
+
 def test_a_repeated_blind_vote_changes_nothing_and_another_choice_is_refused():
     project = make_project_with_tasks(n_questions=1, items_per_question=1, overlap=2)
     _settings(project, tie_extra_experts="off")

@@ -25,8 +25,10 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from annotation.models import (
+    Adjudication,
     Assignment,
     Case,
+    Consultation,
     ExportJob,
     FaqEntry,
     Invitation,
@@ -159,6 +161,25 @@ class ItemConsensusAdmin(_ReadOnlyAdmin):
     list_select_related = ("task", "rubric_item__dimension")
     search_fields = ("rubric_item__item_key",)
     raw_id_fields = ("task", "rubric_item")
+
+
+# Consultations change only through their services (votes stay blind, a resolution rewrites the
+# consensus under the task's lock); the admin shows them and their adjudications.
+@admin.register(Consultation)
+class ConsultationAdmin(_ReadOnlyAdmin):
+    list_display = ("id", "project", "task", "rubric_item", "trigger", "status", "opened_at", "outcome",
+                    "reason_category")
+    list_filter = ("status", "trigger", "outcome")
+    list_select_related = ("project", "task", "rubric_item__dimension")
+    search_fields = ("rubric_item__item_key",)
+    raw_id_fields = ("project", "task", "rubric_item", "opened_by", "resolved_by")
+
+
+@admin.register(Adjudication)
+class AdjudicationAdmin(_ReadOnlyAdmin):
+    list_display = ("task", "rubric_item", "value", "ambiguous", "consultation", "decided_at")
+    list_select_related = ("task", "rubric_item__dimension", "consultation")
+    raw_id_fields = ("task", "rubric_item", "consultation", "decided_by")
 
 
 # The roster's records: membership changes are history (append-only) and invitations are made and

@@ -17,6 +17,8 @@ for the network (judge requests run between two short transactions).
 6. `experts.ExpertProfile` (`expert_profile_lock`): pausing or resuming an expert, also
    inside a submission after its task and assignment; `experts.tiers` locks the same
    row last, on its own.
+7. `Consultation` (`consultation_lock`): after its Task when resolving (the resolution
+   rewrites the task's consensus); on its own for a vote, an invitation or a reveal.
 
 Apart from that chain, each on its own and never inside it:
 
@@ -30,6 +32,7 @@ Money has its own list in `payments.lock_objects`; ledger posting holds no lock 
 from annotation.models import (
     Assignment,
     CalibrationAttempt,
+    Consultation,
     Invitation,
     JudgeRun,
     JudgeTaskResult,
@@ -68,6 +71,10 @@ def assignment_lock(assignment_id: int) -> Assignment:
 
 def expert_profile_lock(user_id: int) -> ExpertProfile | None:
     return ExpertProfile.objects.select_for_update(of=("self",)).select_related("user").filter(user_id=user_id).first()
+
+
+def consultation_lock(consultation_id: int) -> Consultation:
+    return Consultation.objects.select_for_update(of=("self",)).get(pk=consultation_id)
 
 
 def calibration_attempt_lock(attempt_id: int) -> CalibrationAttempt:

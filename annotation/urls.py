@@ -22,4 +22,5 @@ urlpatterns = [
     path("", include("annotation.dashboard.urls")),
     path("", include("annotation.roster.urls")),
     path("", include("annotation.library.urls")),
+    path("", include("annotation.consultations.urls")),
 ]

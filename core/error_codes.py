@@ -128,6 +128,36 @@ class ErrorCode(models.TextChoices):
     GUIDELINES_TOO_LONG = "guidelines_too_long", _(
         "The guidelines are longer than %(max)s characters; nothing was saved.")
 
+    # Consultations.
+    CONSULTATION_ITEM = "consultation_item", _("This task has no votes on that rubric item yet.")
+    CONSULTATION_REASON = "consultation_reason", _("Say in a few words why (at most %(max)s characters).")
+    CONSULTATION_TEXT = "consultation_text", _("Write the message (at most %(max)s characters).")
+    CONSULTATION_NOT_SUBMITTED = "consultation_not_submitted", _(
+        "You can ask for a consultation only on an item of a task you submitted.")
+    CONSULTATION_CHOICE = "consultation_choice", _("Choose hit, miss or item is ambiguous.")
+    CONSULTATION_CATEGORY = "consultation_category", _(
+        "Choose a reason category: annotator error, guideline gap, ambiguous text or judge-relevant insight.")
+    CONSULTATION_VOTED = "consultation_voted", _(
+        "Your blind vote is already cast and cannot change; after the reveal you can give a final vote.")
+    CONSULTATION_NOT_REVEALED = "consultation_not_revealed", _(
+        "The votes are not revealed yet: the discussion opens once everyone has voted or the deadline passes.")
+    CONSULTATION_REVEALED = "consultation_revealed", _(
+        "The votes are revealed already; give your final vote instead.")
+    CONSULTATION_RESOLVED = "consultation_resolved", _("This consultation is resolved; it no longer changes.")
+    CONSULTATION_NOT_PARTICIPANT = "consultation_not_participant", _(
+        "Only the experts asked to vote on this consultation can vote.")
+    CONSULTATION_BUSY = "consultation_busy", _(
+        "You still hold, or may still be given, a task of this question. This consultation opens to you "
+        "once you have submitted it, so that nothing here sways your own judgement.")
+    CONSULTATION_INVITEE_BUSY = "consultation_invitee_busy", _(
+        "%(name)s still holds, or may still be given, a task of this question; invite them once they have "
+        "submitted it.")
+    SUGGESTION_TEXT = "suggestion_text", _(
+        "A guideline gap needs the suggested wording of the rubric item (at most %(max)s characters).")
+    SUGGESTION_ITEM_GONE = "suggestion_item_gone", _(
+        "The draft has no item %(key)s any more, so the suggestion cannot be taken; dismiss it instead.")
+    SUGGESTION_DECIDED = "suggestion_decided", _("This suggestion was already taken or dismissed.")
+
     # Judge runs.
     INVALID_RUN = "invalid_run", _("The judge run was not started; see the fields below.")
     RUN_FINISHED = "run_finished", _("The judge run has already finished.")

@@ -33,10 +33,10 @@ from experts.tier_reasons import tier_reason_text
 #   statement_issued       period (e.g. "2026-11-23 – 2026-11-30"), payable, currency, count (entries)
 #   submission_rejected    question (external id), reason_label (an English label, see TRANSLATED_PARAMS),
 #                          text (the PM's words)
-#   mention                by (who wrote), question, item (rubric item position or key), excerpt
+#   mention                author (who wrote), question, item (rubric item key), excerpt
 #   consultation_vote      question, item, deadline (a formatted date and time)
 #   consultation_revealed  question, item
-#   consultation_resolved  question, item, outcome (an English label, translated when shown)
+#   consultation_resolved  question, item, outcome ("hit", "miss" or "ambiguous", see OUTCOMES)
 #   faq_asked              question (the text of the new FAQ question; sent to the project's PMs)
 #   faq_answered           question (the text of the FAQ question)
 #   appeal_decided         project, outcome ("accepted" or "denied", translated when shown), reason
@@ -54,18 +54,20 @@ TEMPLATES = {
                           "payable for %(count)s entries."),
     "submission_rejected": _("Your submission on question %(question)s in “%(project)s” was rejected "
                              "(%(reason_label)s). The project manager wrote: %(text)s"),
-    "mention": _("%(by)s mentioned you in the consultation on item %(item)s of question %(question)s "
-                 "in “%(project)s”: %(excerpt)s"),
-    "consultation_vote": _("The consultation on item %(item)s of question %(question)s in “%(project)s” "
-                           "needs your blind vote by %(deadline)s."),
-    "consultation_revealed": _("The votes on item %(item)s of question %(question)s in “%(project)s” are "
-                               "revealed; the discussion is open."),
-    "consultation_resolved": _("The consultation on item %(item)s of question %(question)s in “%(project)s”, "
-                               "which you took part in, is resolved: %(outcome)s."),
     "appeal_decided": _("Your appeal in “%(project)s” was %(outcome)s: %(reason)s"),
     "faq_asked": _("A new question in “%(project)s” waits for an answer: “%(question)s”"),
     "faq_answered": _("Your question in “%(project)s” has an answer: “%(question)s”"),
+    "consultation_vote": _("You are asked to vote on item %(item)s of question %(question)s in “%(project)s”: "
+                           "cast your blind vote with a short reason by %(deadline)s."),
+    "consultation_revealed": _("The blind votes on item %(item)s of question %(question)s in “%(project)s” are "
+                               "revealed: the discussion is open."),
+    "consultation_resolved": _("The consultation on item %(item)s of question %(question)s in “%(project)s” is "
+                               "resolved: %(outcome)s."),
+    "mention": _("%(author)s mentioned you in the consultation on item %(item)s of question %(question)s: "
+                 "“%(excerpt)s”"),
 }
+# Consultation outcomes (a code in `outcome`), shown in the reader's language.
+OUTCOMES = {"hit": _("hit"), "miss": _("miss"), "ambiguous": _("the item is ambiguous")}
 # The outcome of an appeal, shown in the reader's language.
 APPEAL_OUTCOMES = {"accepted": _("accepted"), "denied": _("denied")}
 # Params that hold a tier code, shown as the tier's name in the reader's language.
@@ -88,6 +90,8 @@ def _render(kind: str, params: dict) -> str:
             values[key] = Tier(values[key]).label
     if kind == "appeal_decided" and values.get("outcome") in APPEAL_OUTCOMES:
         values["outcome"] = APPEAL_OUTCOMES[values["outcome"]]
+    elif values.get("outcome") in OUTCOMES:
+        values["outcome"] = OUTCOMES[values["outcome"]]
     for key in TRANSLATED_PARAMS:
         if isinstance(values.get(key), str) and values[key]:
             values[key] = gettext(values[key])

@@ -101,6 +101,8 @@ class Material:
     task_overlap: NDArray[np.int64] | None = None
     # Everything the reported run judged in full, labelled by experts or not: the judge's own board.
     judged: JudgedUnits | None = None
+    # A consultation's verdict per unit: -1 none, 0/1 the adjudicated label, 2 "item is ambiguous".
+    adjudicated: NDArray[np.int8] | None = None
     derived: dict[str, Any] = field(default_factory=dict)
 
 
@@ -176,6 +178,12 @@ def derive(m: Material) -> dict[str, Any]:
     # judge agreement and scores. A panel of one is `single`, not unanimous.
     majority = np.where(2 * hits > total, 1, np.where(2 * hits < total, 0, -1)).astype(np.int8)
     tied = complete & (2 * hits == total)
+    # An adjudicated unit takes the consultation's label; "ambiguous" has none and, like a tie the
+    # consultation left unresolved, is left out of judge agreement and scores (and counted).
+    adjudicated = m.adjudicated if m.adjudicated is not None else np.full(hits.size, -1, np.int8)
+    decided = complete & ((adjudicated == 0) | (adjudicated == 1))
+    ambiguous = complete & (adjudicated == 2)
+    majority = np.where(decided, adjudicated, np.where(ambiguous, -1, majority)).astype(np.int8)
     single = complete & (total == 1)
     unit_question = m.task_question[m.unit_task]
     unit_dim = m.item_dim[m.unit_item]
@@ -186,6 +194,10 @@ def derive(m: Material) -> dict[str, Any]:
         majority=majority,
         unanimous=complete & (total > 1) & ((hits == 0) | (hits == total)),
         tied=tied,
+        # What judge agreement and scores leave out: ties nobody adjudicated, and ambiguous items.
+        tied_open=tied & ~decided & ~ambiguous,
+        ambiguous=ambiguous,
+        left_out=(tied & ~decided) | ambiguous,
         single=single,
         unit_question=unit_question,
         unit_model=m.task_model[m.unit_task],

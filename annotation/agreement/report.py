@@ -22,7 +22,17 @@ from numpy.typing import NDArray
 
 from annotation.agreement.material import Dim, Expert, JudgedUnits, Material, Params
 from annotation.agreement.sections import THIN_DIALOGUES, report_sections
-from annotation.models import Assignment, JudgeLabel, JudgeRun, JudgeTaskResult, Label, Project, Question, Task
+from annotation.models import (
+    Adjudication,
+    Assignment,
+    JudgeLabel,
+    JudgeRun,
+    JudgeTaskResult,
+    Label,
+    Project,
+    Question,
+    Task,
+)
 from experts.models import ExpertProfile
 from rubrics.models import Dimension, RubricItem, RubricVersion
 
@@ -240,7 +250,29 @@ def material_load(*, project: Project, version: RubricVersion | None) -> Materia
         golden_ref=np.full(int(golden.sum()), -1, np.int8), task_overlap=task_overlap,
     )
     material.golden_ref = _golden_ref(material, golden_reference_matrix(project))
+    material.adjudicated = adjudication_vector(material, project=project, version=version)
     return material
+
+
+def adjudication_vector(m: Material, *, project: Project, version: RubricVersion) -> NDArray[np.int8]:
+    """Each unit's consultation verdict: -1 none, 0/1 the adjudicated label, 2 "item is ambiguous"."""
+    adj_t, task_t = Adjudication._meta.db_table, Task._meta.db_table
+    r_task_id, r_item_id, r_value = read_columns(
+        f"SELECT CAST(j.task_id AS bigint), CAST(j.rubric_item_id AS bigint), "
+        f"CAST(CASE WHEN j.ambiguous THEN 2 ELSE j.value END AS smallint) "
+        f"FROM {adj_t} j JOIN {task_t} t ON t.id = j.task_id "
+        f"WHERE t.project_id = %s AND t.rubric_version_id = %s",
+        [project.pk, version.pk], ["int8", "int8", "int2"])
+    out = np.full(m.unit_task.size, -1, np.int8)
+    if out.size == 0 or r_task_id.size == 0:
+        return out
+    n_items = max(1, m.item_id.size)
+    r_task, task_known = _lookup(m.task_id, r_task_id)
+    r_item, item_known = _lookup(m.item_id, r_item_id)
+    keep = task_known & item_known
+    pos, found = _lookup(m.unit_task * n_items + m.unit_item, r_task[keep] * n_items + r_item[keep])
+    out[pos[found]] = r_value[keep][found]
+    return out
 
 
 def _golden_ref(m: Material, ref: GoldenReference) -> NDArray[np.int8]:
@@ -313,6 +345,15 @@ def judged_units(m: Material, run: JudgeRun, version: RubricVersion | None) -> J
                      .values_list("task_id", flat=True))
     failed = ((labelled > 0) & ~full) | np.isin(m.task_id, list(failed_ids))
     use = full[j_task] & ~failed[j_task]
+    # An item a consultation found ambiguous is out of every score, the judge's own included.
+    ambiguous = list(Adjudication.objects.filter(task__project_id=run.project_id, task__rubric_version=version,
+                                                 ambiguous=True).values_list("task_id", "rubric_item_id"))
+    if ambiguous:
+        n_items = max(1, m.item_id.size)
+        a_task, a_task_known = _lookup(m.task_id, np.array([t for t, _ in ambiguous], np.int64))
+        a_item, a_item_known = _lookup(m.item_id, np.array([i for _, i in ambiguous], np.int64))
+        known = a_task_known & a_item_known
+        use &= ~np.isin(j_task * n_items + j_item, a_task[known] * n_items + a_item[known])
     order = np.lexsort((j_item[use], j_task[use]))
     return JudgedUnits(unit_task=j_task[use][order].astype(np.int64), unit_item=j_item[use][order].astype(np.int64),
                        value=j_value[use][order].astype(np.int8), failed=failed & ~m.task_golden)

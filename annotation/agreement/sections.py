@@ -199,7 +199,7 @@ def judge_section(m: Material, p: Params) -> dict[str, Any] | None:
         return None
     d = derive(m)
     judged = d["complete"] & (m.judge >= 0)
-    use = judged & ~d["tied"]
+    use = judged & ~d["left_out"]
     judge = m.judge[use].astype(np.int64)
     human = d["majority"][use].astype(np.int64)
     zone = np.select([d["unanimous"][use], d["single"][use]], [0, 2], 1).astype(np.int64)
@@ -234,7 +234,8 @@ def judge_section(m: Material, p: Params) -> dict[str, Any] | None:
     for r in dim_rows:
         r["zones"] = zones_of.get(r["key"], {})
     return {
-        "tied_left_out": int((judged & d["tied"]).sum()),
+        "tied_left_out": int((judged & d["tied_open"]).sum()),
+        "ambiguous_left_out": int((judged & d["ambiguous"]).sum()),
         "overall": {"key": "non_gate", **split[0]} if 0 in split else None,
         "gate": {"key": "gate", **split[1]} if 1 in split else None,
         "overall_with_gate": keyed(with_gate, ["all"])[0] if with_gate else None,
@@ -321,14 +322,15 @@ def leaderboard_section(m: Material, p: Params) -> dict[str, Any]:
         unusable = unusable | (m.judge < 0)  # type: ignore[operator]
     bad_task = np.bincount(m.unit_task[unusable], minlength=n_tasks) > 0
     # A tied item scores for neither side: it is left out (and counted) like an unlabelled item.
-    tied_left_out = int((~bad_task[m.unit_task] & d["tied"]).sum())
-    use = ~bad_task[m.unit_task] & ~d["tied"]
+    tied_left_out = int((~bad_task[m.unit_task] & d["tied_open"]).sum())
+    ambiguous_left_out = int((~bad_task[m.unit_task] & d["ambiguous"]).sum())
+    use = ~bad_task[m.unit_task] & ~d["left_out"]
     gate = next((i for i, dim in enumerate(m.dims) if dim.is_gate), None)
     n_q, n_d = len(m.question_ext), len(m.dims)
     models = [i for i in range(len(m.models)) if (use & (d["unit_model"] == i)).any()]
     if not models:
         return {"models": [], "n_questions": 0, "tau": None, "tau_ci": [None, None], "judge": with_judge,
-                "tied_left_out": tied_left_out}
+                "tied_left_out": tied_left_out, "ambiguous_left_out": ambiguous_left_out}
     human_norms, judge_norms, human_abilities, judge_abilities, questions = [], [], [], [], []
     for i in models:
         u = np.flatnonzero(use & (d["unit_model"] == i))
@@ -376,6 +378,7 @@ def leaderboard_section(m: Material, p: Params) -> dict[str, Any]:
         "tau_ci": interval(stability.tau_ci) if with_judge else [None, None],
         **_own_bases(m, with_judge),
         "tied_left_out": tied_left_out,
+        "ambiguous_left_out": ambiguous_left_out,
     }
 
 
@@ -420,7 +423,7 @@ def _own_bases(m: Material, with_judge: bool) -> dict[str, Any]:
     complete_task = has_units & ~(np.bincount(m.unit_task[~d["complete"]], minlength=n_tasks) > 0)
     # A tied item has no majority: it scores for neither side of the human board (counted in the
     # leaderboard's ``tied_left_out``).
-    human_rows, human_quirks = _side_board(m, complete_task[m.unit_task] & ~d["tied"],
+    human_rows, human_quirks = _side_board(m, complete_task[m.unit_task] & ~d["left_out"],
                                            d["majority"].astype(np.int64))
     out: dict[str, Any] = {
         "tasks": {"complete": int(complete_task.sum())},
@@ -438,7 +441,8 @@ def _own_bases(m: Material, with_judge: bool) -> dict[str, Any]:
         own = dataclasses.replace(m, unit_task=judged.unit_task, unit_item=judged.unit_item,
                                   labels=np.full((n, m.n_slots), -1, np.int8),
                                   unit_expert=np.full((n, m.n_slots), -1, np.int64),
-                                  unit_time=np.full((n, m.n_slots), np.nan), judge=None, judged=None, derived={})
+                                  unit_time=np.full((n, m.n_slots), np.nan), judge=None, judged=None,
+                                  adjudicated=None, derived={})
         judge_rows, judge_quirks = _side_board(own, np.ones(n, bool), judged.value.astype(np.int64))
         judged_task = np.bincount(judged.unit_task, minlength=n_tasks) > 0
         failed = judged.failed

@@ -64,6 +64,7 @@ class UnitRow:
     majority: int
     zone: str
     judge: int | None
+    rubric_item_id: int = 0
 
 
 def _clean_filters(raw: dict[str, str]) -> dict[str, str]:
@@ -134,6 +135,7 @@ def quality_units_page(project: Project, *, run: JudgeRun | None, filters: dict[
                 position=u.rubric_item.position, content=u.rubric_item.content,
                 dimension_zh=u.rubric_item.dimension.name_zh, dimension_en=u.rubric_item.dimension.name_en,
                 score=u.rubric_item.score, labels=labels.get((u.task_id, u.rubric_item_id), []),
-                majority=u.majority, zone=u.zone, judge=judge.get((u.task_id, u.rubric_item_id)))
+                majority=u.majority, zone=u.zone, judge=judge.get((u.task_id, u.rubric_item_id)),
+                rubric_item_id=u.rubric_item_id)
         for u in rows
     ]

@@ -1,7 +1,7 @@
 """REST API v1 routes."""
 from django.urls import path
 
-from annotation.api import calibration, library, notifications, projects, quality, rubrics
+from annotation.api import calibration, consultations, library, notifications, projects, quality, rubrics
 from annotation.api.agreement import AgreementRecomputeApi, AgreementReportApi
 from annotation.api.exchange import (
     ConsensusExportApi,
@@ -64,6 +64,17 @@ urlpatterns = [
     path("projects/<int:project_id>/export-jobs/", ExportJobCreateApi.as_view(), name="api-export-job-create"),
     path("export-jobs/<int:job_id>/", ExportJobApi.as_view(), name="api-export-job"),
     path("export-jobs/<int:job_id>/download/", ExportJobDownloadApi.as_view(), name="api-export-job-download"),
+    # Consultations.
+    path("projects/<int:project_id>/consultations/", consultations.ConsultationsApi.as_view(),
+         name="api-consultations"),
+    path("consultations/<int:consultation_id>/", consultations.ConsultationDetailApi.as_view(),
+         name="api-consultation"),
+    path("consultations/<int:consultation_id>/vote/", consultations.ConsultationVoteApi.as_view(),
+         name="api-consultation-vote"),
+    path("consultations/<int:consultation_id>/posts/", consultations.ConsultationPostApi.as_view(),
+         name="api-consultation-post"),
+    path("consultations/<int:consultation_id>/resolve/", consultations.ConsultationResolveApi.as_view(),
+         name="api-consultation-resolve"),
     # Rubric editing.
     path("projects/<int:project_id>/rubric-versions/draft/", rubrics.RubricDraftApi.as_view(),
          name="api-rubric-draft"),

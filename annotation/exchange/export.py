@@ -44,7 +44,7 @@ from rubrics.models import Dimension, RubricItem, RubricVersion
 TASK_CHUNK = 500
 
 # Every zone a consensus row can hold once ties and single-expert panels have their own.
-ZONES = ("unanimous", "split", "tied", "single")
+ZONES = ("unanimous", "split", "tied", "single", "ambiguous")
 COMPLETION = ("complete", "all")
 
 COLUMNS = ["task_id", "question_id", "dialogue", "final_user_turn", "response_text", "model", "rubric_item_id",
@@ -222,7 +222,8 @@ def consensus_rows(*, project: Project, filters: ExportFilters | None = None, ta
                     "labels": labels.get((task["pk"], item["pk"]), []),
                     "hit_votes": None if c is None else c["hit_votes"],
                     "total_votes": None if c is None else c["total_votes"],
-                    "majority": None if c is None or c["zone"] == "tied" else c["majority"],
+                    # NULL for a tie and for an item adjudicated ambiguous; an adjudicated tie has one.
+                    "majority": None if c is None else c["majority"],
                     "zone": None if c is None else c["zone"],
                     "provenance": None if c is None else _provenance(c),
                     "judge_label": runs[-1]["label"] if runs else None,

@@ -1,4 +1,13 @@
 """Annotation models, split by sub-domain; import them from here."""
+from .consultations import (
+    Adjudication,
+    Consultation,
+    ConsultationParticipant,
+    ConsultationPost,
+    ConsultationVote,
+    Outcome,
+    RubricItemSuggestion,
+)
 from .exports import ExportJob
 from .judging import AgreementReport, JudgeLabel, JudgeRun, JudgeTaskResult
 from .library import Case, CaseItem, CaseOutcome, CaseRead, CaseStatus, FaqEntry
@@ -9,6 +18,13 @@ from .skips import CalibrationDraft, TaskSkip
 from .work import Assignment, Draft, IdempotencyRecord, ItemConsensus, Label, Task
 
 __all__ = [
+    "Adjudication",
+    "Consultation",
+    "ConsultationParticipant",
+    "ConsultationPost",
+    "ConsultationVote",
+    "Outcome",
+    "RubricItemSuggestion",
     "AgreementReport",
     "ExportJob",
     "JudgeLabel",

@@ -44,6 +44,10 @@ CONTROL_WINDOW = SettingRange("control_window", 1, 200, 10)
 TIE_EXTRA_CAP = SettingRange("tie_extra_cap", 0, 5, 2)
 # Days an expert has to contest a rejection or a statement line (payments.appeals).
 APPEAL_WINDOW_DAYS = SettingRange("appeal_window_days", 1, 90, 7)
+# Consultations (annotation.consultations): when one opens by itself, and how long its blind vote runs.
+CONSULT_SPLIT_MIN_SCORE = SettingRange("consult_split_min_score", 1, 100, 5)
+CONSULT_SPLIT_SHARE_PCT = SettingRange("consult_split_share_pct", 1, 99, 33)
+CONSULT_DEADLINE_H = SettingRange("consult_deadline_h", 1, 30 * 24, 72)
 QUALITY_SETTINGS = (CALIBRATION_THRESHOLD_PCT, CALIBRATION_SIZE, CALIBRATION_RETRY_DELAY_S, CONTROL_RATE_PCT,
                     CONTROL_PAUSE_BELOW_PCT, CONTROL_WINDOW)
 
@@ -96,6 +100,26 @@ class Project(models.Model):
     appeal_window_days = models.PositiveSmallIntegerField(
         default=APPEAL_WINDOW_DAYS.default,
         help_text=_("Days an expert has to contest a rejection or a statement line (1–90)."))
+    # Consultations open by themselves on: a tie the extra experts could not break; a split on an
+    # item whose |score| reaches the threshold; every split item of a task whose share of split
+    # items is above the percentage. Each rule can be switched off.
+    consult_on_unbroken_tie = models.BooleanField(
+        default=True, help_text=_("Open a consultation on a tie the extra experts could not break."))
+    consult_on_score_split = models.BooleanField(
+        default=True, help_text=_("Open a consultation on a split item whose |score| reaches the threshold."))
+    consult_split_min_score = models.PositiveSmallIntegerField(
+        default=CONSULT_SPLIT_MIN_SCORE.default,
+        help_text=_("Lowest |score| of an item whose split opens a consultation (1–100)."))
+    consult_on_many_splits = models.BooleanField(
+        default=True, help_text=_("Open consultations on a task where many of the items split."))
+    consult_split_share_pct = models.PositiveSmallIntegerField(
+        default=CONSULT_SPLIT_SHARE_PCT.default,
+        help_text=_("A task whose share of split items is above this opens a consultation on each (1–99)."))
+    consult_deadline_h = models.PositiveSmallIntegerField(
+        default=CONSULT_DEADLINE_H.default,
+        help_text=_("Hours the blind vote of a consultation runs before the votes are revealed (1–720)."))
+    consult_show_judge = models.BooleanField(
+        default=False, help_text=_("Show the judge's label and reason when a consultation's votes are revealed."))
     due_date = models.DateField(null=True, blank=True)
     # Paused: no new leases, open ones can still be submitted. Closed: read-only (exports
     # and reports still work). Archived: a closed project hidden from the project lists.
@@ -136,6 +160,15 @@ class Project(models.Model):
             models.CheckConstraint(condition=Q(appeal_window_days__gte=APPEAL_WINDOW_DAYS.low,
                                                appeal_window_days__lte=APPEAL_WINDOW_DAYS.high),
                                    name="project_appeal_window_range"),
+            models.CheckConstraint(condition=Q(consult_split_min_score__gte=CONSULT_SPLIT_MIN_SCORE.low,
+                                               consult_split_min_score__lte=CONSULT_SPLIT_MIN_SCORE.high),
+                                   name="project_consult_score_range"),
+            models.CheckConstraint(condition=Q(consult_split_share_pct__gte=CONSULT_SPLIT_SHARE_PCT.low,
+                                               consult_split_share_pct__lte=CONSULT_SPLIT_SHARE_PCT.high),
+                                   name="project_consult_share_range"),
+            models.CheckConstraint(condition=Q(consult_deadline_h__gte=CONSULT_DEADLINE_H.low,
+                                               consult_deadline_h__lte=CONSULT_DEADLINE_H.high),
+                                   name="project_consult_deadline_range"),
             models.CheckConstraint(condition=Q(state__in=ProjectState.values), name="project_state_known"),
             models.CheckConstraint(condition=Q(archived_at__isnull=True) | Q(state=ProjectState.CLOSED),
                                    name="project_archived_only_closed"),

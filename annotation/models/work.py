@@ -193,7 +193,10 @@ class ItemConsensus(models.Model):
     """The panel's verdict on one rubric item of one task, written with the last label.
 
     A tie (as many hit as miss votes) is no verdict: zone `tied` with no majority, never
-    counted as a hit or a miss. A panel of one is `single`, never unanimous.
+    counted as a hit or a miss. A panel of one is `single`, never unanimous. A consultation's
+    resolution (`Adjudication`) overrides the votes with provenance `adjudicated`: a tied item
+    may then have a majority, and "item is ambiguous" is zone `ambiguous` with no majority
+    (left out of judge agreement and scores, and counted, like a tie).
     """
 
     class Zone(models.TextChoices):
@@ -201,6 +204,7 @@ class ItemConsensus(models.Model):
         SPLIT = "split", _("Split")
         TIED = "tied", _("Tied")
         SINGLE = "single", _("Single label")
+        AMBIGUOUS = "ambiguous", _("Ambiguous (adjudicated)")
 
     class Provenance(models.TextChoices):
         """How the verdict was reached; blank while the item is tied."""
@@ -208,7 +212,7 @@ class ItemConsensus(models.Model):
         UNANIMOUS = "unanimous", _("Unanimous")
         MAJORITY = "majority", _("Majority")
         EXTRA_EXPERT = "extra_expert", _("Extra expert")
-        ADJUDICATED = "adjudicated", _("Adjudicated")  # reserved for consultations
+        ADJUDICATED = "adjudicated", _("Adjudicated")  # a consultation's resolution
         SINGLE = "single", _("Single label")
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="consensus")
@@ -229,6 +233,8 @@ class ItemConsensus(models.Model):
                                    name="consensus_majority_binary"),
             models.CheckConstraint(
                 condition=Q(zone="tied", majority__isnull=True, provenance="")
+                | Q(zone="tied", majority__isnull=False, provenance="adjudicated")
+                | Q(zone="ambiguous", majority__isnull=True, provenance="adjudicated")
                 | Q(zone__in=["unanimous", "split", "single"], majority__isnull=False),
                 name="consensus_tied_has_no_majority",
             ),

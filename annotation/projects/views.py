@@ -117,7 +117,14 @@ def _settings_context(project: Project, *, posted: Any = None, **extra: Any) -> 
         # A refused form comes back with what was typed, so nothing has to be typed twice.
         form.update({k: v for k, v in posted.items() if k in form})
         form["apply_to_existing"] = posted.get("apply_to_existing") == "on"
+    switches = [
+        ("consult_on_unbroken_tie", _("Open one on a tie the extra experts could not break")),
+        ("consult_on_score_split", _("Open one on any split of an item whose |score| reaches the threshold")),
+        ("consult_on_many_splits", _("Open one on each split item of a task where many items split")),
+        ("consult_show_judge", _("Show the judge's label and reason once the votes are revealed")),
+    ]
     return {"project": project, "tiers": Tier.choices, "history": _history_rows(project),
+            "consult_switches": [(name, text, form[name] in (True, "on")) for name, text in switches],
             "open_leases": open_leases(project).count(), "form": form, "errors": {}, **extra}
 
 

@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.models import ItemConsensus, Project, Question
+from annotation.models import ItemConsensus, Project, Question, RubricItemSuggestion
 from annotation.rubric_editing.impact import rubric_impact
 from annotation.rubric_editing.services import (
     rubric_draft_guidelines_update,
@@ -68,6 +68,8 @@ def _context(request: HttpRequest, project: Project, **extra: Any) -> dict[str, 
         "guidelines_text": extra.pop("guidelines_text", shown.guidelines if shown is not None else ""),
         "guidelines_max": GUIDELINES_MAX, "anchor_example": dimension_anchor("warmth"),
         "impact": rubric_impact(project=project, published=view.published, diff=view.diff, at=timezone.now()),
+        "suggestions": list(RubricItemSuggestion.objects.filter(project=project,
+                                                               status=RubricItemSuggestion.Status.OPEN)[:50]),
         **extra,
     }
 

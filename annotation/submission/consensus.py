@@ -4,12 +4,14 @@ A tie (as many hit as miss votes) is no verdict: it is stored as zone `tied` wit
 majority, so nothing downstream can count it as a hit or a miss. A panel of one is
 `single`. When a complete panel leaves an item tied, the project may draw one more
 expert for the task (`tie_slot_add`); the verdict that extra vote makes possible is
-marked `extra_expert`.
+marked `extra_expert`. A consultation's resolution (`Adjudication`) overrides the votes
+every time the consensus is written: provenance `adjudicated`, and for "item is
+ambiguous" zone `ambiguous` with no majority.
 """
 from collections import defaultdict
 from datetime import datetime
 
-from annotation.models import Assignment, ItemConsensus, Label, Task
+from annotation.models import Adjudication, Assignment, ItemConsensus, Label, Task
 
 Zone = ItemConsensus.Zone
 Provenance = ItemConsensus.Provenance
@@ -54,15 +56,21 @@ def consensus_compute(*, task: Task, now: datetime) -> list[ItemConsensus]:
     for item_id, value in rows:
         votes[item_id].append(value)
     base_size = max(1, task.overlap - task.extra_slots)
+    adjudicated = {item_id: (value, ambiguous) for item_id, value, ambiguous in
+                   Adjudication.objects.filter(task=task).values_list("rubric_item_id", "value", "ambiguous")}
     records = []
     for item_id, values in votes.items():
         hits, total = sum(values), len(values)
         majority, zone = majority_of(hits, total)
         base = values[:base_size]
         base_tied = task.extra_slots > 0 and len(values) > base_size and 2 * sum(base) == len(base)
+        provenance = provenance_of(zone=zone, base_tied=base_tied)
+        if item_id in adjudicated:
+            verdict, ambiguous = adjudicated[item_id]
+            provenance = Provenance.ADJUDICATED
+            majority, zone = (None, Zone.AMBIGUOUS) if ambiguous else (verdict, zone)
         records.append(ItemConsensus(task=task, rubric_item_id=item_id, hit_votes=hits, total_votes=total,
-                                     majority=majority, zone=zone,
-                                     provenance=provenance_of(zone=zone, base_tied=base_tied), computed_at=now))
+                                     majority=majority, zone=zone, provenance=provenance, computed_at=now))
     ItemConsensus.objects.filter(task=task).exclude(rubric_item_id__in=list(votes)).delete()
     if not records:
         return []
@@ -78,7 +86,8 @@ def tie_slot_add(*, task: Task, records: list[ItemConsensus]) -> bool:
     The slot is drawn like any other (`assignment_claim_next`), so never by an expert who
     already held the task. Returns whether a slot was added.
     """
-    if task.is_golden or not any(r.zone == Zone.TIED for r in records):
+    # An adjudicated tie has its verdict already: it draws nobody.
+    if task.is_golden or not any(r.zone == Zone.TIED and r.majority is None for r in records):
         return False
     project = task.project
     if not project.tie_extra_experts or task.extra_slots >= project.tie_extra_cap:

@@ -5,6 +5,7 @@ from datetime import datetime
 from django.db import transaction
 
 from annotation.assignment.services import assignment_revive, lease_extend
+from annotation.consultations.opening import consultations_open_auto
 from annotation.labels import labels_clean
 from annotation.labels import notes_clean as _clean_notes
 from annotation.lock_objects import assignment_lock, task_lock
@@ -114,8 +115,9 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
             records = consensus_compute(task=task, now=now)
             # A tied item asks for one more expert (within the project's cap); the consensus is
             # written again when that submission lands.
-            if complete:
-                tie_slot_add(task=task, records=records)
+            if complete and not tie_slot_add(task=task, records=records):
+                # Final for now: the project's rules may ask the experts to consult on an item.
+                consultations_open_auto(task=task, records=records, now=now)
             # New consensus changes the quality figures: ask for a (debounced) recompute.
             task_send_on_commit("annotation.agreement_report_request", project_id=task.project_id)
         # Payments listens by task name; it decides what earns (calibration does not). Control

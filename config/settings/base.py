@@ -155,6 +155,11 @@ SPECTACULAR_SETTINGS = {
     # /api/docs/ works offline and under the strict CSP (see core.api_docs).
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # Choice sets used under several field names get one schema name each.
+    "ENUM_NAME_OVERRIDES": {
+        "ConsultationStatusEnum": "annotation.models.consultations.Consultation.Status",
+        "ConsultationOutcomeEnum": "annotation.models.consultations.Outcome",
+    },
 }
 
 LOGGING = {

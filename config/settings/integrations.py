@@ -18,6 +18,8 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 300)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 360)
 CELERY_BEAT_SCHEDULE = {
     "expire-leases": {"task": "annotation.leases_expire", "schedule": 60.0},
+    # Consultations: reveal blind votes past their deadline (pages reveal them on read too).
+    "consultations-reveal-due": {"task": "annotation.consultations_reveal_due", "schedule": 300.0},
     # Payments: post earnings a lost task left out, then close periods whose end has passed.
     "payments-sweep-earnings": {"task": "payments.earnings_sweep", "schedule": 300.0},
     "payments-settle-due-periods": {"task": "payments.periods_settle_due", "schedule": 600.0},

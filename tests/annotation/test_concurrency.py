@@ -53,3 +53,76 @@ def test_sixteen_concurrent_experts_fill_every_task_exactly():
     assert Task.objects.filter(status="complete").count() == 30
     assert Task.objects.exclude(status="complete").count() == 0
     assert set(Task.objects.values_list("submitted_count", flat=True)) == {3}
+
+
+def _race(targets):
+    """Start every target at once behind a barrier; return what each raised."""
+    barrier = threading.Barrier(len(targets))
+    errors: list[Exception] = []
+
+    def run(target):
+        try:
+            barrier.wait(timeout=10)
+            target()
+        except Exception as exc:  # collected and asserted on in the main thread
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    return errors
+
+
+def test_two_last_submissions_racing_on_a_tied_item_open_exactly_one_consultation():
+    from annotation.models import Consultation
+    from annotation.projects.services import project_settings_update
+
+    assert connection.vendor == "postgresql"
+    project = make_project_with_tasks(n_questions=1, items_per_question=2, overlap=2)
+    project_settings_update(project=project, values={"tie_extra_experts": "off"}, changed_by=None,
+                            now=timezone.now())
+    a, b = ExpertFactory(), ExpertFactory()
+    leases = []
+    for expert in (a, b):
+        project_add_member(project=project, user=expert)
+        leases.append(assignment_claim_next(project=project, expert=expert, now=timezone.now()))
+    keys = [i.item_key for i in rubric_items_for_task(leases[0].task)]
+
+    def submit(expert, lease, value):
+        return lambda: labels_submit(expert=expert, assignment_id=lease.pk, labels={keys[0]: value, keys[1]: 1},
+                                     now=timezone.now())
+
+    errors = _race([submit(a, leases[0], 1), submit(b, leases[1], 0)])
+
+    assert errors == []
+    assert Consultation.objects.count() == 1
+    assert Consultation.objects.get().participants.count() == 2
+
+
+def test_two_experts_flagging_the_same_item_at_once_open_exactly_one_consultation():
+    from annotation.consultations.opening import consultation_open_by_expert
+    from annotation.models import Consultation
+
+    project = make_project_with_tasks(n_questions=1, items_per_question=1, overlap=3)
+    experts = [ExpertFactory() for _ in range(3)]
+    leases = []
+    for expert in experts:
+        project_add_member(project=project, user=expert)
+        lease = assignment_claim_next(project=project, expert=expert, now=timezone.now())
+        keys = [i.item_key for i in rubric_items_for_task(lease.task)]
+        labels_submit(expert=expert, assignment_id=lease.pk, labels={keys[0]: 1}, now=timezone.now())
+        leases.append(lease)
+    item_id = rubric_items_for_task(leases[0].task)[0].pk
+
+    def flag(expert, lease):
+        return lambda: consultation_open_by_expert(expert=expert, assignment_id=lease.pk, rubric_item_id=item_id,
+                                                   reason="两种读法都说得通", now=timezone.now())
+
+    errors = _race([flag(e, lease) for e, lease in zip(experts, leases, strict=True)])
+
+    assert errors == []
+    assert Consultation.objects.count() == 1

@@ -45,6 +45,7 @@ PARAMS = {"count": 2, "size": "30.0 MB", "limit": "20.0 MB", "source": "q.jsonl"
 PARAMS |= {"expired": "2026-12-02 10:00", "status": "building"}  # dataset exports
 PARAMS |= {"deadline": "2026-12-08 10:00", "days": 7, "currency": "CNY"}  # appeals
 PARAMS |= {"kind": "weather"}  # notification email preferences
+PARAMS |= {"key": "q1:2"}  # consultations
 
 
 @pytest.mark.parametrize("code", [c for c in ErrorCode])

@@ -1,0 +1,1 @@
+"""Consultations on disputed rubric items: opening, the blind vote, the discussion, the resolution."""

@@ -1,0 +1,194 @@
+"""Opening a consultation: by the project's rules when a task's consensus is written, or by hand.
+
+Every opening locks the task first (the annotation lock order), then looks for an unresolved
+consultation of the item, so racing openings (two submissions, two experts flagging the
+item at once) make one; the partial unique constraint refuses a second one whatever the path.
+"""
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.urls import reverse
+
+from annotation import permissions
+from annotation.lock_objects import task_lock
+from annotation.models import Assignment, Consultation, ConsultationParticipant, ItemConsensus, Label, Task
+from annotation.projects.rules import project_check_writable
+from annotation.selectors import assignment_get_for_expert
+from core.error_codes import ErrorCode
+from core.errors import Conflict, DomainError, NotFound
+from experts.models import User
+from experts.notifications import notification_send
+from rubrics.models import RubricItem
+
+Zone = ItemConsensus.Zone
+Trigger = Consultation.Trigger
+REASON_MAX = 1000
+UNRESOLVED = (Consultation.Status.OPEN, Consultation.Status.REVEALED)
+
+
+@dataclass(frozen=True)
+class OpenResult:
+    consultation: Consultation
+    created: bool  # False: the item already had an unresolved consultation, returned unchanged
+
+
+def reason_clean(text: object, *, required: bool, limit: int = REASON_MAX) -> str:
+    """A stripped reason, or a DomainError (code "consultation_reason") when missing or too long."""
+    clean = text.strip() if isinstance(text, str) else ""
+    if (required and not clean) or len(clean) > limit:
+        raise DomainError("Give a short reason.", code=ErrorCode.CONSULTATION_REASON, params={"max": limit},
+                          errors=[{"field": "reason", "code": ErrorCode.CONSULTATION_REASON,
+                                   "params": {"max": limit}, "message": "required"}])
+    return clean
+
+
+def expert_may_still_judge(*, user: User, question_id: int) -> bool:
+    """Whether `user` holds, or may still be given, a task of the question (then they must not see its case).
+
+    Held: a live lease on any task of the question. Eligible: an annotator of the project and a
+    regular task of the question still open to new slots that they never held.
+    """
+    if not user.is_expert:
+        return False
+    if Assignment.objects.filter(expert=user, status=Assignment.Status.LEASED,
+                                 task__response__question_id=question_id).exists():
+        return True
+    open_tasks = (Task.objects.filter(response__question_id=question_id, is_golden=False,
+                                      status__in=[Task.Status.OPEN, Task.Status.FULL])
+                  .exclude(assignments__expert=user).select_related("project"))
+    task = open_tasks.first()
+    return task is not None and permissions.can_annotate(user, task.project)
+
+
+def _panel(task: Task, rubric_item_id: int) -> list[User]:
+    """The experts whose counted, submitted labels are on the item, in submission order."""
+    ids = (Label.objects.counted().filter(task=task, rubric_item_id=rubric_item_id,
+                                          assignment__status=Assignment.Status.SUBMITTED)
+           .order_by("assignment__submitted_at", "assignment_id").values_list("assignment__expert_id", flat=True))
+    by_id = User.objects.in_bulk(list(ids))
+    return [by_id[i] for i in ids if i in by_id]
+
+
+def consultation_notify_vote(*, consultation: Consultation, users: list[User], now: datetime) -> None:
+    """Ask `users` to cast their blind vote (kind `consultation_vote`)."""
+    item = consultation.rubric_item
+    notification_send(users=users, kind="consultation_vote", now=now,
+                      link=reverse("consultation_detail", args=[consultation.pk]),
+                      params={"item": item.item_key, "question": item.question_ref,
+                              "project": consultation.project.name,
+                              "deadline": consultation.deadline_at.strftime("%Y-%m-%d %H:%M UTC")})
+
+
+def _create(*, task: Task, item: RubricItem, trigger: str, by: User | None, reason: str,
+            now: datetime) -> Consultation:
+    project = task.project
+    consultation = Consultation.objects.create(
+        project=project, task=task, rubric_item=item, trigger=trigger, opened_by=by, opening_reason=reason,
+        opened_at=now, deadline_at=now + timedelta(hours=project.consult_deadline_h))
+    panel = _panel(task, item.pk)
+    ConsultationParticipant.objects.bulk_create(
+        ConsultationParticipant(consultation=consultation, user=u, role=ConsultationParticipant.Role.PANEL,
+                                added_at=now) for u in panel)
+    consultation_notify_vote(consultation=consultation, users=panel, now=now)
+    return consultation
+
+
+def _open_locked(*, task: Task, item: RubricItem, trigger: str, by: User | None, reason: str,
+                 now: datetime) -> OpenResult:
+    existing = Consultation.objects.filter(task=task, rubric_item=item, status__in=UNRESOLVED).first()
+    if existing is not None:
+        return OpenResult(consultation=existing, created=False)
+    return OpenResult(consultation=_create(task=task, item=item, trigger=trigger, by=by, reason=reason, now=now),
+                      created=True)
+
+
+def consultations_open_auto(*, task: Task, records: list[ItemConsensus], now: datetime) -> list[Consultation]:
+    """Open the consultations the project's rules ask for on a complete task, in the caller's transaction.
+
+    The caller holds the task's lock (a submission). Rules: a tie left after the extra experts
+    (no slot was added, so the task is complete); a split on an item whose |score| reaches the
+    threshold; each split or tied item of a task whose share of such items is above the
+    percentage. An item that ever had a consultation of this task is not opened again by a rule.
+    """
+    project = task.project
+    if task.is_golden or task.status != Task.Status.COMPLETE or not records:
+        return []
+    undecided = [r for r in records if r.provenance != ItemConsensus.Provenance.ADJUDICATED]
+    wanted: dict[int, str] = {}
+    if project.consult_on_unbroken_tie:
+        wanted |= {r.rubric_item_id: Trigger.TIE_UNBROKEN for r in undecided
+                   if r.zone == Zone.TIED and r.majority is None}
+    if project.consult_on_score_split:
+        split = [r.rubric_item_id for r in undecided if r.zone == Zone.SPLIT]
+        scores = dict(RubricItem.objects.filter(pk__in=split).values_list("pk", "score")) if split else {}
+        for item_id in split:
+            score = scores.get(item_id)
+            if score is not None and abs(score) >= project.consult_split_min_score:
+                wanted.setdefault(item_id, Trigger.SCORE_SPLIT)
+    if project.consult_on_many_splits:
+        disputed = [r.rubric_item_id for r in undecided if r.zone in (Zone.SPLIT, Zone.TIED)]
+        if (100 * len(disputed)) // len(records) > project.consult_split_share_pct:
+            for item_id in disputed:
+                wanted.setdefault(item_id, Trigger.MANY_SPLITS)
+    if not wanted:
+        return []
+    seen = set(Consultation.objects.filter(task=task, rubric_item_id__in=list(wanted))
+               .values_list("rubric_item_id", flat=True))
+    items = RubricItem.objects.in_bulk([i for i in wanted if i not in seen])
+    return [_create(task=task, item=items[i], trigger=wanted[i], by=None, reason="", now=now)
+            for i in sorted(items)]
+
+
+def _item_of_task(task: Task, rubric_item_id: object) -> RubricItem:
+    try:
+        item = RubricItem.objects.get(pk=int(str(rubric_item_id)), version_id=task.rubric_version_id)
+    except (RubricItem.DoesNotExist, TypeError, ValueError):
+        raise NotFound("No such rubric item.") from None
+    if not Label.objects.counted().filter(task=task, rubric_item=item,
+                                          assignment__status=Assignment.Status.SUBMITTED).exists():
+        raise Conflict("This task has no votes on that item yet.", code=ErrorCode.CONSULTATION_ITEM)
+    return item
+
+
+def consultation_open_by_pm(*, pm: User, task_id: object, rubric_item_id: object, reason: object,
+                            now: datetime, project_id: int | None = None) -> OpenResult:
+    """A PM (or admin) opens a consultation on any item of a task of a project they manage.
+
+    `project_id` narrows the task to that project (the page's). Returns the unresolved
+    consultation of the item unchanged when there is one already.
+    """
+    clean = reason_clean(reason, required=False)
+    tasks = Task.objects.select_related("project").filter(is_golden=False)
+    if project_id is not None:
+        tasks = tasks.filter(project_id=project_id)
+    try:
+        task = tasks.get(pk=int(str(task_id)))
+    except (Task.DoesNotExist, TypeError, ValueError):
+        raise NotFound("No such task.") from None
+    if not permissions.can_manage(pm, task.project):
+        raise NotFound("No such task.")
+    project_check_writable(task.project)
+    with transaction.atomic():
+        task = task_lock(task.pk)
+        item = _item_of_task(task, rubric_item_id)
+        return _open_locked(task=task, item=item, trigger=Trigger.PM, by=pm, reason=clean, now=now)
+
+
+def consultation_open_by_expert(*, expert: User, assignment_id: object, rubric_item_id: object, reason: object,
+                                now: datetime) -> OpenResult:
+    """An expert asks for a consultation on an item of a task they submitted ("I think this item is ambiguous").
+
+    The reason is required. Returns the unresolved consultation of the item unchanged when there
+    is one already (the expert is a panel participant of it either way).
+    """
+    assignment = assignment_get_for_expert(expert, assignment_id)
+    if assignment.status != Assignment.Status.SUBMITTED or assignment.kind != Assignment.Kind.WORK \
+            or assignment.task.is_golden:
+        raise Conflict("Only an item of a task you submitted.", code=ErrorCode.CONSULTATION_NOT_SUBMITTED)
+    clean = reason_clean(reason, required=True)
+    project_check_writable(assignment.task.project)
+    with transaction.atomic():
+        task = task_lock(assignment.task_id)
+        item = _item_of_task(task, rubric_item_id)
+        return _open_locked(task=task, item=item, trigger=Trigger.EXPERT, by=expert, reason=clean, now=now)

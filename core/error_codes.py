@@ -260,6 +260,9 @@ class ErrorCode(models.TextChoices):
     LIBRARY_QUESTION_UNKNOWN = "library_question_unknown", _("No question %(name)s in this project.")
     LIBRARY_DIMENSION_UNKNOWN = "library_dimension_unknown", _("Unknown dimension %(name)s.")
     LIBRARY_OUTCOME_UNKNOWN = "library_outcome_unknown", _("Unknown outcome %(name)s; expected hit, miss or ambiguous.")
+    CASE_CONSULTATION_UNRESOLVED = "case_consultation_unresolved", _(
+        "Only a resolved consultation can become a case: resolve it first.")
+    CASE_CONSULTATION_TAKEN = "case_consultation_taken", _("This consultation is already a case in the library.")
     FAQ_ANSWER_NOT_ALLOWED = "faq_answer_not_allowed", _(
         "Only gold and platinum experts and the project's managers answer questions.")
 

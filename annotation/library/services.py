@@ -10,8 +10,22 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.urls import reverse
+from django.utils.text import Truncator
+from django.utils.translation import gettext
 
-from annotation.models import Case, CaseItem, CaseOutcome, CaseRead, CaseStatus, FaqEntry, Project, Question
+from annotation.consultations.selectors import consultation_case_material
+from annotation.models import (
+    Case,
+    CaseItem,
+    CaseOutcome,
+    CaseRead,
+    CaseStatus,
+    Consultation,
+    FaqEntry,
+    Outcome,
+    Project,
+    Question,
+)
 from annotation.models.library import FAQ_ANSWER_MAX, FAQ_QUESTION_MAX, SCENE_MAX, TEXT_MAX, TITLE_MAX
 from annotation.selectors import project_managers
 from core.error_codes import ErrorCode
@@ -140,11 +154,13 @@ def _case_fields(*, project: Project, title: str, problem: str, disagreement: st
 def case_create(*, project: Project, by: User, now: datetime, title: str, problem: str, disagreement: str,
                 discussion: str, reading: str, outcome: str | None = None, item_keys: Iterable[str] = (),
                 question: Question | str | None = None, scenes: Iterable[str] = (),
-                dimension_codes: Iterable[str] = (), publish: bool = False) -> Case:
+                dimension_codes: Iterable[str] = (), publish: bool = False,
+                consultation: Consultation | None = None) -> Case:
     """Write a case of `project` (a draft, or published at once with `publish`); all or nothing.
 
     `item_keys` are stable rubric item keys of any version of the project's rubric;
-    `question` is a Question of the project or its external id.
+    `question` is a Question of the project or its external id. `consultation`, a resolved
+    consultation of the project, is the case's source: one case per consultation.
     """
     fields, items, dimensions = _case_fields(
         project=project, title=title, problem=problem, disagreement=disagreement, discussion=discussion,
@@ -152,12 +168,71 @@ def case_create(*, project: Project, by: User, now: datetime, title: str, proble
         dimension_codes=dimension_codes)
     published = {"status": CaseStatus.PUBLISHED, "published_by": by, "published_at": now} if publish else {}
     with transaction.atomic():
-        case = Case.objects.create(project=project, created_by=by, created_at=now, updated_at=now,
-                                   **fields, **published)
+        if consultation is not None:
+            _consultation_check(project=project, consultation=consultation)
+        try:
+            with transaction.atomic():
+                case = Case.objects.create(project=project, created_by=by, created_at=now, updated_at=now,
+                                           consultation=consultation, **fields, **published)
+        except IntegrityError:
+            raise _consultation_has_case(consultation) from None
         CaseItem.objects.bulk_create([CaseItem(case=case, item_key=i.item_key, question_ref=i.question_ref)
                                       for i in items])
         case.dimensions.set(dimensions)
     return case
+
+
+def _consultation_check(*, project: Project, consultation: Consultation) -> None:
+    if consultation.project_id != project.pk:
+        raise DomainError("No such consultation in this project.", code=ErrorCode.NOT_FOUND, status=404)
+    if consultation.status != Consultation.Status.RESOLVED:
+        raise DomainError("Only a resolved consultation can become a case: resolve it first.",
+                          code=ErrorCode.CASE_CONSULTATION_UNRESOLVED, status=409)
+    if Case.objects.filter(consultation=consultation).exists():
+        raise _consultation_has_case(consultation)
+
+
+def _consultation_has_case(consultation: Consultation | None) -> DomainError:
+    return DomainError("This consultation is already a case in the library.",
+                       code=ErrorCode.CASE_CONSULTATION_TAKEN, status=409)
+
+
+def case_prefill_from_consultation(consultation: Consultation) -> dict[str, str]:
+    """The new-case form's text, written from a resolved consultation in the PM's language.
+
+    The PM reads and edits it before saving: it is a first draft of the case, made of the
+    item and why it was disputed, the votes and their reasons, the discussion in order and
+    the agreed reading (see `consultation_case_material`).
+    """
+    material = consultation_case_material(consultation)
+    choices = dict(Outcome.choices)
+    problem = material["problem"]
+    lines = [str(problem["item_text"])]
+    if problem["opening_reason"]:
+        lines.append(gettext("Why it was opened: %(reason)s") % {"reason": problem["opening_reason"]})
+    disagreement = []
+    for round_name, label in (("blind", gettext("Blind vote")), ("final", gettext("Final vote"))):
+        tally = material["disagreement"][round_name]
+        if tally:
+            counts = ", ".join(f"{choices.get(choice, choice)} {n}" for choice, n in sorted(tally.items()))
+            disagreement.append(f"{label}: {counts}")
+    disagreement += [f"{r['by']} ({choices.get(r['choice'], r['choice'])}): {r['reason']}"
+                     for r in material["disagreement"]["reasons"] if r["round"] == "blind" and r["reason"]]
+    discussion = [f"{post['by']}: {post['text']}" for post in material["discussion"]]
+    reading = material["agreed_reading"]
+    return {
+        "title": f"{material['question_id']} · {Truncator(str(problem['item_text'])).chars(60)}",
+        "problem": "\n".join(lines)[:TEXT_MAX],
+        "disagreement": "\n".join(disagreement)[:TEXT_MAX],
+        "discussion": "\n".join(discussion)[:TEXT_MAX],
+        "reading": str(reading["text"] or "")[:TEXT_MAX],
+        "outcome": reading["outcome"] or "",
+        "question": material["question_id"],
+        "item_keys": material["item_key"],
+        "scenes": ", ".join(material["scenes"]),
+        "dimensions": material["dimension"],
+        "consultation": str(consultation.pk),
+    }
 
 
 def case_update(*, case: Case, by: User, now: datetime, title: str, problem: str, disagreement: str,

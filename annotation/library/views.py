@@ -27,6 +27,7 @@ from annotation.library.selectors import (
 )
 from annotation.library.services import (
     case_create,
+    case_prefill_from_consultation,
     case_publish,
     case_read_record,
     case_unpublish,
@@ -34,10 +35,10 @@ from annotation.library.services import (
     faq_answer,
     faq_ask,
 )
-from annotation.models import Case, CaseOutcome, CaseStatus
+from annotation.models import Case, CaseOutcome, CaseStatus, Consultation, Project
 from annotation.models.library import FAQ_ANSWER_MAX, FAQ_QUESTION_MAX, TEXT_MAX, TITLE_MAX
 from core.error_codes import ErrorCode
-from core.errors import DomainError, Forbidden, error_message, field_error_message
+from core.errors import DomainError, Forbidden, NotFound, error_message, field_error_message
 from core.pages import render_page
 from experts.models import User
 from rubrics.models import Dimension
@@ -151,20 +152,43 @@ def _posted_values(post) -> dict[str, str]:
     return values
 
 
+def _source_consultation(project: Project, raw: Any) -> Consultation | None:
+    """The consultation a new case is written from (`?consultation=`), of this project only; none when blank."""
+    if raw in (None, ""):
+        return None
+    try:
+        return Consultation.objects.select_related("case").get(project=project, pk=int(str(raw)))
+    except (Consultation.DoesNotExist, TypeError, ValueError):
+        raise NotFound("No such consultation.") from None
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def case_new(request: HttpRequest, project_id: int) -> HttpResponse:
     """A PM writes a case. GET parameters prefill the form (title, problem, …, item_keys, scenes, dimensions)."""
     access = library_access(_user(request), project_id, manage=True)
+    data = request.GET if request.method == "GET" else request.POST
+    source = _source_consultation(access.project, data.get("consultation"))
     if request.method == "GET":
-        return render_page(request, CASE_FORM, "form", _case_form_context(access, _case_form_values(request.GET)))
+        if source is not None and hasattr(source, "case"):
+            messages.info(request, _("This consultation is already a case in the library."))
+            return redirect("case_detail", access.project.pk, source.case.pk)
+        if source is not None and source.status == Consultation.Status.RESOLVED:
+            values = case_prefill_from_consultation(source)
+        else:
+            values = _case_form_values(request.GET)
+        return render_page(request, CASE_FORM, "form", _case_form_context(access, values))
     try:
         case = case_create(project=access.project, by=access.user, now=timezone.now(),
-                           publish=request.POST.get("publish") == "1", **_case_input(request.POST))
+                           publish=request.POST.get("publish") == "1", consultation=source,
+                           **_case_input(request.POST))
     except DomainError as exc:
-        context = _case_form_context(access, _posted_values(request.POST), error=error_message(exc),
-                                     errors=_field_errors(exc))
-        return render_page(request, CASE_FORM, "form", context, status=UNPROCESSABLE)
+        if isinstance(exc, NotFound):
+            raise
+        values = _posted_values(request.POST) | ({"consultation": str(source.pk)} if source is not None else {})
+        context = _case_form_context(access, values, error=error_message(exc), errors=_field_errors(exc))
+        status = exc.status if exc.status == 409 else UNPROCESSABLE
+        return render_page(request, CASE_FORM, "form", context, status=status)
     messages.success(request, _("Case published.") if case.is_published else _("Case saved as a draft."))
     return redirect("case_detail", access.project.pk, case.pk)
 

@@ -48,6 +48,9 @@ class Case(models.Model):
     reading = models.TextField(help_text="The agreed reading of the item.")
     outcome = models.CharField(max_length=10, choices=CaseOutcome.choices, blank=True)
     question = models.ForeignKey(Question, on_delete=models.SET_NULL, null=True, blank=True, related_name="cases")
+    # The resolved consultation the case was written from, if any (one case per consultation).
+    consultation = models.OneToOneField("annotation.Consultation", on_delete=models.SET_NULL, null=True, blank=True,
+                                        related_name="case")
     scenes = models.JSONField(default=list, blank=True)
     dimensions = models.ManyToManyField("rubrics.Dimension", blank=True, related_name="cases")
     status = models.CharField(max_length=10, choices=CaseStatus.choices, default=CaseStatus.DRAFT)

@@ -97,11 +97,21 @@ def consultation_detail(request: HttpRequest, consultation_id: int) -> HttpRespo
 
 
 def _after(request: HttpRequest, access: ConsultationAccess, done: str, anchor: str = "") -> HttpResponse:
+    target = reverse("consultation_detail", args=[access.consultation.pk]) + anchor
     if request.htmx:  # type: ignore[attr-defined]
         fresh = _access(request, access.consultation.pk)
-        return render_page(request, DETAIL, "case", _detail_context(fresh, done=done))
+        if fresh.consultation.status == access.consultation.status:
+            return render_page(request, DETAIL, "case", _detail_context(fresh, done=done))
+        # The action moved the consultation on (revealed, resolved): the page's heading and
+        # status chip sit outside the fragment, so the whole page is loaded again.
+        messages.success(request, done)
+        response = HttpResponse(status=204)
+        # Only the anchor differs from the page's URL, which would merely scroll: reload as well.
+        response["HX-Redirect"] = target
+        response["HX-Refresh"] = "true"
+        return response
     messages.success(request, done)
-    return redirect(reverse("consultation_detail", args=[access.consultation.pk]) + anchor)
+    return redirect(target)
 
 
 def _refused(request: HttpRequest, access: ConsultationAccess, exc: DomainError) -> HttpResponse:

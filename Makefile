@@ -57,9 +57,13 @@ lint: install-test
 
 # Tests run on real PostgreSQL and Redis (started by .ci/run in CI); tasks run eagerly
 # unless a test starts a real worker itself.
+# Outside the embedded mode the keys must come from the environment (core/checks.py): a test
+# run gets random ones unless it brings its own.
 test: lint messages
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/rubrica} \
 	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0} \
+	SECRET_KEY=$${SECRET_KEY:-$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(48))')} \
+	RUBRICA_SECRETS_KEY=$${RUBRICA_SECRETS_KEY:-$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(48))')} \
 	CELERY_TASK_ALWAYS_EAGER=1 \
 	$(BIN)/python -m pytest -q $(PYTEST_DB) -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 

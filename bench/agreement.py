@@ -16,6 +16,7 @@ import io
 import json
 import os
 import resource
+import secrets
 import statistics
 import subprocess
 import sys
@@ -37,6 +38,10 @@ TARGETS = {"report_40k_s": 1.5, "report_400k_s": 8.0, "dashboard_400k_ms": 300}
 
 def setup_django() -> None:
     os.environ["DATABASE_URL"] = f"{PG}/{DB_NAME}"
+    # Outside the embedded mode the keys come from the environment (core/checks.py); a bench
+    # run, and the gunicorn and Celery processes it starts, use throwaway ones.
+    for name in ("SECRET_KEY", "RUBRICA_SECRETS_KEY"):
+        os.environ.setdefault(name, secrets.token_urlsafe(48))
     os.environ["CELERY_TASK_ALWAYS_EAGER"] = "1"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     sys.path.insert(0, str(ROOT))

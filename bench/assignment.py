@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import random
+import secrets
 import subprocess
 import sys
 import threading
@@ -28,6 +29,10 @@ PORT = 8765
 
 def setup_django() -> None:
     os.environ["DATABASE_URL"] = f"{PG}/{DB_NAME}"
+    # Outside the embedded mode the keys come from the environment (core/checks.py); a bench
+    # run, and the gunicorn and Celery processes it starts, use throwaway ones.
+    for name in ("SECRET_KEY", "RUBRICA_SECRETS_KEY"):
+        os.environ.setdefault(name, secrets.token_urlsafe(48))
     os.environ["CELERY_TASK_ALWAYS_EAGER"] = "1"
     # 10,000 HeartBench questions are ~33 MB, over the default upload cap.
     os.environ["RUBRICA_MAX_IMPORT_BYTES"] = str(200 * 1024 * 1024)

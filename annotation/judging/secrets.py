@@ -1,8 +1,11 @@
 """A judge run's API key: encrypted at rest, or named by an allowed environment variable.
 
-The Fernet key is derived from SECRET_KEY (SHA-256 of a purpose label and the secret,
-urlsafe-base64), so nothing new has to be provisioned; keys stored under an older
-SECRET_KEY still decrypt while it is listed in SECRET_KEY_FALLBACKS. The plaintext
+The Fernet key is derived from RUBRICA_SECRETS_KEY (SHA-256 of a purpose label and the
+secret, urlsafe-base64), a key of its own so that SECRET_KEY and it rotate apart: a key
+stored under an older RUBRICA_SECRETS_KEY still decrypts while that key is listed in
+RUBRICA_SECRETS_KEY_FALLBACKS, and keys stored before this key existed (derived from
+SECRET_KEY and its fallbacks) still decrypt too; new ones are encrypted under the current
+RUBRICA_SECRETS_KEY only. The plaintext
 exists only in a worker's memory while it builds its client: it is never rendered,
 logged, returned by the API or put into an error message.
 """
@@ -30,14 +33,20 @@ def _fernet(secret: str) -> Fernet:
     return Fernet(base64.urlsafe_b64encode(digest))
 
 
+def _current() -> str:
+    return settings.RUBRICA_SECRETS_KEY or settings.SECRET_KEY
+
+
 def _fernets() -> MultiFernet:
-    secrets = [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
-    return MultiFernet([_fernet(secret) for secret in secrets])
+    secrets = [_current(), *settings.RUBRICA_SECRETS_KEY_FALLBACKS,
+               # Keys stored before RUBRICA_SECRETS_KEY existed were derived from SECRET_KEY.
+               settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
+    return MultiFernet([_fernet(secret) for secret in dict.fromkeys(s for s in secrets if s)])
 
 
 def api_key_encrypt(plain: str) -> str:
-    """The Fernet token of `plain`, under the current SECRET_KEY."""
-    return _fernet(settings.SECRET_KEY).encrypt(plain.encode()).decode()
+    """The Fernet token of `plain`, under the current RUBRICA_SECRETS_KEY."""
+    return _fernet(_current()).encrypt(plain.encode()).decode()
 
 
 def api_key_decrypt(token: str) -> str:
@@ -45,8 +54,8 @@ def api_key_decrypt(token: str) -> str:
     try:
         return _fernets().decrypt(token.encode()).decode()
     except InvalidToken:
-        raise JudgeKeyError("the stored API key cannot be decrypted (was SECRET_KEY changed without "
-                            "keeping the old one in SECRET_KEY_FALLBACKS?); start a new run") from None
+        raise JudgeKeyError("the stored API key cannot be decrypted (was RUBRICA_SECRETS_KEY changed without "
+                            "keeping the old one in RUBRICA_SECRETS_KEY_FALLBACKS?); start a new run") from None
 
 
 def api_key_env_check(name: str) -> str:

@@ -5,10 +5,19 @@ import dj_database_url
 from django.utils.translation import gettext_lazy as _
 
 from .env import env_bool, env_int, env_list, env_str
+from .secrets_file import embedded_mode, key_from_env_or_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
-SECRET_KEY = env_str("SECRET_KEY", "rubrica-embedded-development-key-change-me-in-production")
+# `make run` (no DATABASE_URL) keeps generated keys in .secrets/; anything else must set them
+# (see config/settings/secrets_file.py and core/checks.py).
+EMBEDDED = embedded_mode(BASE_DIR)
+SECRET_KEY = key_from_env_or_file("SECRET_KEY", base_dir=BASE_DIR, embedded=EMBEDDED)
+SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS", "")
+# The key that encrypts stored judge API keys (annotation/judging/secrets.py), apart from
+# SECRET_KEY so that each can be rotated alone; old keys go in RUBRICA_SECRETS_KEY_FALLBACKS.
+RUBRICA_SECRETS_KEY = key_from_env_or_file("RUBRICA_SECRETS_KEY", base_dir=BASE_DIR, embedded=EMBEDDED)
+RUBRICA_SECRETS_KEY_FALLBACKS = env_list("RUBRICA_SECRETS_KEY_FALLBACKS", "")
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "http://127.0.0.1:8000,http://localhost:8000")

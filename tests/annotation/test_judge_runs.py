@@ -339,19 +339,32 @@ def test_an_unset_environment_variable_fails_every_task_with_a_clear_error(
     assert llm.requests == []
 
 
-def test_key_encryption_survives_a_secret_key_rotation_with_fallbacks(settings) -> None:
+def test_key_encryption_survives_a_rotation_of_its_own_key_with_fallbacks(settings) -> None:
     token = api_key_encrypt(SECRET)
     assert SECRET not in token and api_key_decrypt(token) == SECRET
 
-    old = settings.SECRET_KEY
-    settings.SECRET_KEY = "a-brand-new-secret-key-for-rubrica-tests"
-    settings.SECRET_KEY_FALLBACKS = [old]
+    # SECRET_KEY rotates on its own: stored judge keys do not depend on it.
+    settings.SECRET_KEY = "a-brand-new-secret-key-for-rubrica-tests-" + "x" * 20
+    assert api_key_decrypt(token) == SECRET
+    old = settings.RUBRICA_SECRETS_KEY
+    settings.RUBRICA_SECRETS_KEY = "a-brand-new-secrets-key-for-rubrica-tests-" + "y" * 20
+    settings.RUBRICA_SECRETS_KEY_FALLBACKS = [old]
     assert api_key_decrypt(token) == SECRET
 
-    settings.SECRET_KEY_FALLBACKS = []
+    settings.RUBRICA_SECRETS_KEY_FALLBACKS = []
     with pytest.raises(JudgeKeyError) as info:
         api_key_decrypt(token)
     assert SECRET not in str(info.value)
+
+
+def test_a_key_stored_before_the_secrets_key_existed_still_decrypts(settings) -> None:
+    from annotation.judging.secrets import _fernet
+
+    legacy = _fernet(settings.SECRET_KEY).encrypt(SECRET.encode()).decode()  # how keys were stored before
+
+    assert api_key_decrypt(legacy) == SECRET
+    assert api_key_decrypt(api_key_encrypt(SECRET)) == SECRET
+    assert _fernet(settings.RUBRICA_SECRETS_KEY).decrypt(api_key_encrypt(SECRET).encode()).decode() == SECRET
 
 
 # --- The key stays secret everywhere ----------------------------------------------------------

@@ -8,6 +8,9 @@ from core.errors import DomainError, error_message
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    domain = getattr(exc, "domain", None)  # a parse error of core.input_guard carries its domain error
+    if isinstance(domain, DomainError):
+        exc = domain
     if isinstance(exc, DomainError):
         body: dict[str, Any] = {"detail": error_message(exc), "code": str(exc.code)}
         if exc.errors:

@@ -17,6 +17,12 @@ class ErrorCode(models.TextChoices):
     CONFLICT = "conflict", _("The request conflicts with the current state.")
     FORBIDDEN = "forbidden", _("You may not do this.")
     NOT_FOUND = "not_found", _("Not found, or not yours.")
+    # Input no view sees (core.input_guard).
+    INPUT_CONTROL_CHARACTER = "input_control_character", _(
+        "“%(field)s” contains a control character (%(character)s); remove it and send again. Nothing was saved.")
+    INPUT_TOO_LARGE = "input_too_large", _("The request is too large: at most %(limit)s MB. Nothing was saved.")
+    INPUT_TOO_DEEP = "input_too_deep", _(
+        "The JSON body is nested too deeply: at most %(limit)s levels. Nothing was saved.")
 
     # Fields (entries of `errors`).
     REQUIRED = "required", _("This field is required.")

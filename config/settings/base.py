@@ -57,6 +57,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "core.input_guard.InputGuardMiddleware",
     "experts.middleware.NotificationsChangedMiddleware",
     "csp.middleware.CSPMiddleware",
     "axes.middleware.AxesMiddleware",
@@ -147,6 +148,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "core.api.exception_handler",
+    # JSON nested too deep or holding control characters is refused with a message (core.input_guard).
+    "DEFAULT_PARSER_CLASSES": [
+        "core.input_guard.GuardedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     # Generous enough for a script working through a project; a runaway client is cut off.
     # Counts live in the default cache (Redis in production, shared by every process).
     "DEFAULT_THROTTLE_CLASSES": [

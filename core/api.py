@@ -1,10 +1,24 @@
-"""The API's adapter for domain errors: `{"detail", "code", "errors"}` in the client's language."""
+"""The API's adapter for domain errors: `{"detail", "code", "errors"}` in the client's language.
+
+At most MAX_ERRORS entries are listed (a body with 100,000 unknown keys once came back as
+a 9 MB error list); `errors_omitted` says how many more there were.
+"""
 from typing import Any
 
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from core.error_codes import ErrorCode
 from core.errors import DomainError, error_message
+
+MAX_ERRORS = 100
+
+
+def body_not_object(what: str = "settings") -> DomainError:
+    """The refusal of a JSON body that is not an object where an object of `what` is expected."""
+    return DomainError(f"The request body must be a JSON object of {what}.", code=ErrorCode.INPUT_NOT_OBJECT,
+                       errors=[{"field": "(body)", "code": ErrorCode.INPUT_NOT_OBJECT,
+                                "message": "expected an object"}])
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -16,6 +30,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         if exc.errors:
             # Entries keep the service's English `message` beside their stable `code`:
             # programs match on the code, and the `detail` above is the sentence for people.
-            body["errors"] = exc.errors
+            body["errors"] = exc.errors[:MAX_ERRORS]
+            if len(exc.errors) > MAX_ERRORS:
+                body["errors_omitted"] = len(exc.errors) - MAX_ERRORS
         return Response(body, status=exc.status)
     return drf_exception_handler(exc, context)

@@ -21,6 +21,7 @@ class ErrorCode(models.TextChoices):
     INPUT_CONTROL_CHARACTER = "input_control_character", _(
         "“%(field)s” contains a control character (%(character)s); remove it and send again. Nothing was saved.")
     INPUT_TOO_LARGE = "input_too_large", _("The request is too large: at most %(limit)s MB. Nothing was saved.")
+    INPUT_NOT_OBJECT = "input_not_object", _("The request body must be a JSON object, such as {\"overlap\": 3}.")
     INPUT_TOO_DEEP = "input_too_deep", _(
         "The JSON body is nested too deeply: at most %(limit)s levels. Nothing was saved.")
 

@@ -33,7 +33,8 @@ class DomainErrorMiddleware:
             return None
         context = {
             "error": error_message(exception),
-            "error_fields": [{**e, "message": field_error_message(e)} for e in exception.errors],
+            # A page lists the first fields at fault; the message above gives the count.
+            "error_fields": [{**e, "message": field_error_message(e)} for e in exception.errors[:100]],
         }
         htmx = getattr(request, "htmx", False)
         name = f"{ERROR_TEMPLATE}#error" if htmx else ERROR_TEMPLATE

@@ -26,6 +26,7 @@ from annotation.projects.services import (
 )
 from annotation.selectors import project_get_for_user
 from annotation.services import project_create
+from core.api import body_not_object
 from experts.models import Tier
 
 _REFUSED = OpenApiResponse(ErrorOut, description="One entry per bad field; nothing was changed.")
@@ -119,7 +120,9 @@ class ProjectDetailApi(APIView):
                    responses={200: ProjectOut, 400: _REFUSED, 404: _NOT_FOUND, 409: _CONFLICT})
     def patch(self, request: Request, project_id: int) -> Response:
         project = project_get_for_user(request.user, project_id, manage=True)
-        values: dict[str, Any] = dict(request.data) if isinstance(request.data, dict) else {}
+        if not isinstance(request.data, dict):
+            raise body_not_object()
+        values: dict[str, Any] = dict(request.data)
         apply = values.pop("apply_to_existing", False) in (True, "true", "1", 1)
         result = project_settings_update(project=project, values=values, changed_by=request.user,
                                          now=timezone.now(), apply_to_existing=apply)

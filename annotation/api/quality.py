@@ -13,6 +13,7 @@ from annotation.models.project import QUALITY_SETTINGS
 from annotation.quality.portrait import own_view_cutoff, portrait_for
 from annotation.quality.project_settings import project_quality_update
 from annotation.selectors import project_expert_get, project_get_for_user
+from core.api import body_not_object
 from experts.models import Tier
 
 
@@ -52,7 +53,9 @@ class QualitySettingsApi(APIView):
     )
     def patch(self, request: Request, project_id: int) -> Response:
         project = project_get_for_user(request.user, project_id, manage=True)
-        values = request.data if isinstance(request.data, dict) else {}
+        if not isinstance(request.data, dict):
+            raise body_not_object()
+        values = request.data
         project = project_quality_update(project=project, values={k: values[k] for k in values},
                                          changed_by=request.user)
         return Response(self.OutputSerializer(project).data)

@@ -33,7 +33,8 @@ class SettingRange:
 
 
 OVERLAP = SettingRange("overlap", 1, 9, 3)
-LEASE_TIMEOUT_S = SettingRange("lease_timeout_s", 60, None, 45 * 60)
+# A lease longer than a week is no lease; the bound also keeps the value inside a database integer.
+LEASE_TIMEOUT_S = SettingRange("lease_timeout_s", 60, 7 * 24 * 3600, 45 * 60)
 CALIBRATION_THRESHOLD_PCT = SettingRange("calibration_threshold_pct", 0, 100, 80)
 CALIBRATION_SIZE = SettingRange("calibration_size", 10, 20, 10)
 CALIBRATION_RETRY_DELAY_S = SettingRange("calibration_retry_delay_s", 0, 30 * 24 * 3600, 60 * 60)
@@ -144,6 +145,8 @@ class Project(models.Model):
                                    name="project_overlap_range"),
             models.CheckConstraint(condition=Q(lease_timeout_s__gte=LEASE_TIMEOUT_S.low),
                                    name="project_lease_timeout_min"),
+            models.CheckConstraint(condition=Q(lease_timeout_s__lte=LEASE_TIMEOUT_S.high),
+                                   name="project_lease_timeout_max"),
             models.CheckConstraint(condition=Q(calibration_threshold_pct__lte=CALIBRATION_THRESHOLD_PCT.high),
                                    name="project_calibration_threshold_range"),
             models.CheckConstraint(condition=Q(calibration_size__gte=CALIBRATION_SIZE.low,

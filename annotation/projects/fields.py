@@ -114,7 +114,7 @@ def _clean_int(field: SettingField, value: Any) -> tuple[int | None, dict[str, A
     number = _whole_number(value)
     if number is not None and field.range.contains(number):
         return number, None
-    if field.range is LEASE_TIMEOUT_S:
+    if field.range is LEASE_TIMEOUT_S and (number is None or number < field.range.low):
         return None, _error(field, ErrorCode.LEASE_TOO_SHORT, minutes=field.range.low // 60,
                             seconds=field.range.low)
     if field.range.high is None:

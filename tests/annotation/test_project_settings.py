@@ -89,7 +89,8 @@ def test_the_api_serializer_bounds_are_the_models():
 
     assert (fields["overlap"].min_value, fields["overlap"].max_value, fields["overlap"].default) == (
         OVERLAP.low, OVERLAP.high, OVERLAP.default)
-    assert (fields["lease_timeout_s"].min_value, fields["lease_timeout_s"].max_value) == (LEASE_TIMEOUT_S.low, None)
+    assert (fields["lease_timeout_s"].min_value, fields["lease_timeout_s"].max_value) == (
+        LEASE_TIMEOUT_S.low, LEASE_TIMEOUT_S.high)
 
 
 def test_the_api_refuses_an_overlap_past_the_range_and_names_the_field(api):

@@ -405,3 +405,17 @@ def test_a_change_in_the_django_admin_goes_through_the_service_and_its_history(a
     assert done.status_code == 302
     change = ProjectSettingChange.objects.get(project=project)
     assert (change.setting, change.old_value, change.new_value) == ("overlap", "3", "5")
+
+
+@pytest.mark.parametrize("seconds", [2**40, 2**31, 7 * 24 * 3600 + 1])
+def test_a_lease_longer_than_a_week_is_refused_with_the_range_and_changes_nothing(api, seconds):
+    pm = PMFactory()
+    project = make_project_with_tasks(n_questions=1, pm=pm)
+
+    response = _token_client(api, pm).patch(f"/api/v1/projects/{project.pk}/", {"lease_timeout_s": seconds},
+                                            format="json", HTTP_ACCEPT_LANGUAGE="en")
+
+    assert response.status_code == 400, response.content
+    assert "604800" in response.content.decode()
+    project.refresh_from_db()
+    assert project.lease_timeout_s == 45 * 60

@@ -109,3 +109,29 @@ def test_a_body_over_the_limit_gets_a_json_message_on_the_api_and_a_page_on_a_fo
     assert "1.0 MB" in on_api.json()["detail"]
     assert on_page.status_code == 413 and "1.0 MB" in on_page.content.decode()
     assert Label.objects.count() == 0
+
+
+def test_a_settings_patch_with_a_list_body_is_refused_and_changes_nothing(api):
+    pm = PMFactory()
+    project = make_project_with_tasks(n_questions=1, pm=pm)
+    token, _ = Token.objects.get_or_create(user=pm)
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+
+    responses = [api.patch(url, [1, 2], format="json") for url in
+                 (f"/api/v1/projects/{project.pk}/", f"/api/v1/projects/{project.pk}/quality-settings/")]
+
+    assert [r.status_code for r in responses] == [400, 400]
+    assert {r.json()["code"] for r in responses} == {"input_not_object"}
+
+
+def test_a_hundred_thousand_unknown_label_keys_get_a_short_answer_that_counts_them(api, lease):
+    project, expert, body = lease
+
+    response = api.post(f"/api/v1/assignments/{body['id']}/submit/",
+                        {"labels": {str(i): 1 for i in range(100_000)}}, format="json")
+
+    payload = response.json()
+    assert response.status_code == 400
+    assert len(payload["errors"]) == 100 and payload["errors_omitted"] > 99_900
+    assert len(response.content) < 50_000
+    assert Label.objects.count() == 0

@@ -20,6 +20,18 @@ from rubrics.models import Dimension
 GENERATED_PASSWORD_BYTES = 24
 
 
+USERNAME_MAX = 150
+
+
+def _username_allowed(username: str) -> bool:
+    """Django's own rule for usernames (the model field's validator), applied before anything is written."""
+    try:
+        User.username_validator(username)
+    except ValidationError:
+        return False
+    return True
+
+
 @transaction.atomic
 def user_create(*, username: str, role: str, password: str | None = None,
                 email: str = "") -> tuple[User, str]:
@@ -36,6 +48,10 @@ def user_create(*, username: str, role: str, password: str | None = None,
     if not username:
         raise DomainError("A username is required.", code=ErrorCode.REQUIRED,
                           errors=[{"field": "username", "message": "required", "code": ErrorCode.REQUIRED}])
+    if len(username) > USERNAME_MAX or not _username_allowed(username):
+        raise DomainError("A username has at most 150 letters, digits and the characters @ . + - _ (no spaces).",
+                          code=ErrorCode.INVALID_USERNAME,
+                          errors=[{"field": "username", "message": "invalid", "code": ErrorCode.INVALID_USERNAME}])
     if role not in Role.values:
         params = {"role": repr(role), "roles": ", ".join(Role.values)}
         raise DomainError(f"Unknown role {params['role']}; expected one of: {params['roles']}.",

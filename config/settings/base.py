@@ -167,6 +167,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Expert annotation of LLM responses against per-question rubrics.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and its docs page need a signed-in user or a token, like the API they describe.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     # Swagger UI served from our own static files (vendored by drf-spectacular-sidecar):
     # /api/docs/ works offline and under the strict CSP (see core.api_docs).
     "SWAGGER_UI_DIST": "SIDECAR",

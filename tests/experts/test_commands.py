@@ -147,3 +147,26 @@ def test_create_project_with_overlap_out_of_range_fails_and_creates_nothing():
         run("create_project", "睡眠与压力", "--overlap", "12")
 
     assert Project.objects.count() == 0
+
+
+@pytest.mark.parametrize("username", ["lin wei", "lin<script>", "林\u0000", "a" * 151, "tab\tname", "semi;colon"])
+def test_a_username_outside_djangos_rule_is_refused_and_nothing_is_created(username):
+    from core.errors import DomainError
+    from experts.models import User
+    from experts.services import user_create
+
+    before = User.objects.count()
+    with pytest.raises(DomainError) as refused:
+        user_create(username=username, role="expert", password="a-long-password-123")
+
+    assert refused.value.code == "invalid_username"
+    assert User.objects.count() == before
+
+
+@pytest.mark.parametrize("username", ["lin.wei", "lin_wei-2", "lin+pm@example.org", "林伟"])
+def test_usernames_within_the_rule_are_accepted(username):
+    from experts.services import user_create
+
+    user, _ = user_create(username=username, role="expert", password="a-long-password-123")
+
+    assert user.username == username

@@ -6,6 +6,7 @@ a 9 MB error list); `errors_omitted` says how many more there were.
 from typing import Any
 
 from rest_framework.response import Response
+from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from core.error_codes import ErrorCode
@@ -35,3 +36,17 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
                 body["errors_omitted"] = len(exc.errors) - MAX_ERRORS
         return Response(body, status=exc.status)
     return drf_exception_handler(exc, context)
+
+
+class AddressRateThrottle(SimpleRateThrottle):
+    """Requests per client address, signed in or not (scope `address`), beside the per-user limit.
+
+    Many tokens used from one address (a leaked batch, a runaway script on one host) are
+    limited together. The address is DRF's: REMOTE_ADDR, or X-Forwarded-For behind the
+    NUM_PROXIES trusted proxies the deployment declares.
+    """
+
+    scope = "address"
+
+    def get_cache_key(self, request: Any, view: Any) -> str:
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}

@@ -159,8 +159,16 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": [
         "rest_framework.throttling.UserRateThrottle",
         "rest_framework.throttling.AnonRateThrottle",
+        "core.api.AddressRateThrottle",
     ],
-    "DEFAULT_THROTTLE_RATES": {"user": "6000/minute", "anon": "600/minute"},
+    "DEFAULT_THROTTLE_RATES": {
+        "user": env_str("RUBRICA_API_RATE_USER", "6000/minute"),
+        "anon": env_str("RUBRICA_API_RATE_ANON", "600/minute"),
+        # One address may carry many experts (an office behind NAT, a load test on loopback).
+        "address": env_str("RUBRICA_API_RATE_ADDRESS", "60000/minute"),
+    },
+    # Proxies in front of the web process whose X-Forwarded-For the throttles trust (0: none).
+    "NUM_PROXIES": env_int("RUBRICA_NUM_PROXIES", 0) or None,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Rubrica API",

@@ -1,0 +1,51 @@
+"""The API is throttled per user and per client address; a throttled call says when to come back."""
+import secrets
+
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.throttling import SimpleRateThrottle
+
+from tests.factories import ExpertFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def low_rates(monkeypatch):
+    # Counts live in the shared cache; fresh users and never-seen addresses keep runs apart
+    # without clearing what other tests count there.
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"user": "3/minute", "anon": "3/minute",
+                                                                "address": "5/minute"})
+
+
+def _address() -> str:
+    return f"2001:db8::{secrets.token_hex(2)}:{secrets.token_hex(2)}"
+
+
+def _token(user) -> str:
+    return "Token " + Token.objects.get_or_create(user=user)[0].key
+
+
+def test_a_user_over_their_rate_gets_429_with_retry_after_and_another_user_does_not(api, low_rates):
+    first, second = ExpertFactory(), ExpertFactory()
+
+    codes = [api.get("/api/v1/notifications/", HTTP_AUTHORIZATION=_token(first),
+                     REMOTE_ADDR=_address()).status_code for _ in range(4)]
+    other = api.get("/api/v1/notifications/", HTTP_AUTHORIZATION=_token(second), REMOTE_ADDR=_address())
+
+    assert codes[:3] == [200, 200, 200] and codes[3] == 429
+    assert other.status_code == 200
+    throttled = api.get("/api/v1/notifications/", HTTP_AUTHORIZATION=_token(first), REMOTE_ADDR=_address())
+    assert throttled.status_code == 429 and int(throttled["Retry-After"]) > 0
+
+
+def test_many_users_from_one_address_are_limited_together(api, low_rates):
+    users = [ExpertFactory() for _ in range(6)]
+    shared = _address()
+
+    codes = [api.get("/api/v1/notifications/", HTTP_AUTHORIZATION=_token(u), REMOTE_ADDR=shared).status_code
+             for u in users]
+    elsewhere = api.get("/api/v1/notifications/", HTTP_AUTHORIZATION=_token(users[0]), REMOTE_ADDR=_address())
+
+    assert codes == [200] * 5 + [429]
+    assert elsewhere.status_code == 200

@@ -192,9 +192,9 @@ def test_accepting_clears_the_flags_and_accepting_again_changes_nothing(pm_clien
 
     flag.refresh_from_db()
     assert (flag.status, flag.resolved_at) == ("accepted", resolved_at)
-    assert "already reviewed" in again.content.decode()
+    assert "已复核过" in again.content.decode()
     open_page = pm_client.get(reverse("review_queue", args=[project.pk])).content.decode()
-    assert "Nothing to review" in open_page
+    assert "没有待复核的提交" in open_page
 
 
 @pytest.mark.django_db
@@ -257,7 +257,7 @@ def test_a_return_needs_a_comment_and_without_one_changes_nothing(pm_client, pro
     response = pm_client.post(reverse("review_return", args=[project.pk, flagged.pk]), {"comment": "  "},
                               follow=True)
 
-    assert "the comment is required" in response.content.decode()
+    assert "意见为必填" in response.content.decode()
     flagged.refresh_from_db()
     assert flagged.status == "submitted"
     assert ReviewFlag.objects.get().status == "open"
@@ -301,7 +301,7 @@ def test_rejecting_from_the_queue_asks_first_then_reverses_the_earning_once(pm_c
     assert ReviewFlag.objects.get().status == "rejected"
     assert LedgerEntry.objects.filter(assignment=flagged, kind="reversal").count() == 1
     assert Notification.objects.filter(user=experts[0], kind="submission_rejected").count() == 1
-    assert "already reviewed" in again.content.decode()
+    assert "已复核过" in again.content.decode()
 
 
 @pytest.mark.django_db

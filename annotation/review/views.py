@@ -19,8 +19,15 @@ from annotation.selectors import project_get_for_user
 from core.confirm import Confirmation, confirmation_given, confirmation_page
 from core.errors import DomainError, NotFound, error_message
 from core.pages import render_page
+from experts.models import User
 
 QUEUE = "annotation/review/queue.html"
+
+
+class SignedInRequest(HttpRequest):
+    """A request behind `login_required`, as these views see it."""
+
+    user: User  # type: ignore[assignment]
 
 
 def _back(request: HttpRequest, project_id: int) -> HttpResponse:
@@ -30,7 +37,7 @@ def _back(request: HttpRequest, project_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def queue(request: HttpRequest, project_id: int) -> HttpResponse:
+def queue(request: SignedInRequest, project_id: int) -> HttpResponse:
     """Flagged submissions of the project, open ones first: the rules tripped, and the decisions."""
     project = project_get_for_user(request.user, project_id, manage=True)
     status = request.GET.get("status") or ReviewFlag.Status.OPEN
@@ -45,7 +52,7 @@ def queue(request: HttpRequest, project_id: int) -> HttpResponse:
     return render_page(request, QUEUE, "queue", context)
 
 
-def _decide(request: HttpRequest, project_id: int, action, done: str, **kwargs: Any) -> HttpResponse:
+def _decide(request: SignedInRequest, project_id: int, action, done: str, **kwargs: Any) -> HttpResponse:
     project = project_get_for_user(request.user, project_id, manage=True)
     try:
         action(actor=request.user, project=project, now=timezone.now(), **kwargs)
@@ -60,14 +67,14 @@ def _decide(request: HttpRequest, project_id: int, action, done: str, **kwargs: 
 
 @login_required
 @require_POST
-def accept(request: HttpRequest, project_id: int, assignment_id: int) -> HttpResponse:
+def accept(request: SignedInRequest, project_id: int, assignment_id: int) -> HttpResponse:
     return _decide(request, project_id, services.review_accept, _("Accepted: the flags are cleared."),
                    assignment_id=assignment_id)
 
 
 @login_required
 @require_POST
-def return_to_expert(request: HttpRequest, project_id: int, assignment_id: int) -> HttpResponse:
+def return_to_expert(request: SignedInRequest, project_id: int, assignment_id: int) -> HttpResponse:
     return _decide(request, project_id, services.submission_return,
                    _("Returned to the expert with your comment; they may fix it once."),
                    assignment_id=assignment_id, comment=request.POST.get("comment", ""))
@@ -75,7 +82,7 @@ def return_to_expert(request: HttpRequest, project_id: int, assignment_id: int) 
 
 @login_required
 @require_POST
-def reject(request: HttpRequest, project_id: int, assignment_id: int) -> HttpResponse:
+def reject(request: SignedInRequest, project_id: int, assignment_id: int) -> HttpResponse:
     """Reject with a reason, after a confirmation that says what follows (the pay is reversed)."""
     project = project_get_for_user(request.user, project_id, manage=True)
     reason = request.POST.get("reason", "").strip()

@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from annotation.lock_objects import assignment_lock, task_lock
 from annotation.models import Assignment, Draft, Label, Project, ReviewFlag, SubmissionReturn, Task
+from annotation.projects.rules import project_check_writable
 from annotation.review.rejecting import review_rejecter
 from annotation.selectors import rubric_items_for_task
 from annotation.submission.consensus import consensus_compute, tie_slot_add
@@ -86,6 +87,8 @@ def submission_return(*, actor: User, project: Project, assignment_id, comment, 
     """
     text = _clean_comment(comment)
     assignment = flagged_assignment(project, assignment_id)
+    # A closed project is read-only: nobody could fix the task there.
+    project_check_writable(project)
     with transaction.atomic():
         task = task_lock(assignment.task_id)
         locked = assignment_lock(assignment.pk)

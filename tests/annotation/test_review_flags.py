@@ -312,3 +312,24 @@ def test_the_queue_answers_in_a_few_queries(pm_client, project, experts, django_
     with django_assert_max_num_queries(12):
         page = pm_client.get(reverse("review_queue", args=[project.pk]))
     assert page.content.decode().count('class="card review-card"') == 4
+
+
+@pytest.mark.django_db
+def test_the_settings_page_shows_and_saves_the_review_and_reminder_settings(pm_client, project):
+    page = pm_client.get(reverse("project_settings", args=[project.pk]), HTTP_ACCEPT_LANGUAGE="zh-hans")
+    assert "复核标记与提醒" in page.content.decode() and 'name="min_seconds_per_item"' in page.content.decode()
+    posted = {"name": project.name, "description": "", "overlap": 3, "lease_timeout_min": 45,
+              "min_seconds_per_item": 5, "review_run_length": 8, "review_repeated_notes": "off",
+              "remind_lease_minutes": 15, "remind_idle_days": 0, "alert_deadline_risk": ["off", "on"]}
+
+    pm_client.post(reverse("project_settings", args=[project.pk]), posted)
+
+    project.refresh_from_db()
+    assert (project.min_seconds_per_item, project.review_run_length, project.review_repeated_notes,
+            project.remind_lease_minutes, project.remind_idle_days, project.alert_deadline_risk) == (
+        5, 8, False, 15, 0, True)
+    refused = pm_client.post(reverse("project_settings", args=[project.pk]),
+                             {**posted, "min_seconds_per_item": 9999, "remind_lease_minutes": 5})
+    project.refresh_from_db()
+    assert refused.status_code == 422 and 'aria-invalid="true"' in refused.content.decode()
+    assert (project.min_seconds_per_item, project.remind_lease_minutes) == (5, 15)

@@ -1,8 +1,10 @@
 """Reminders and risk alerts: each goes to the people concerned, once per event, and can be switched off."""
+import threading
 from datetime import timedelta
 
 import pytest
 from django.conf import settings
+from django.db import connections
 from django.utils import timezone, translation
 
 from annotation.assignment.services import assignment_claim_next, lease_extend
@@ -198,3 +200,27 @@ def test_the_beat_runs_every_reminder_every_few_minutes(project):
 
     assert reminders_send(now=timezone.now()) == {"returns_lapsed": 0, "lease_expiring": 0, "expert_idle": 0,
                                                   "quality_alert": 0, "deadline_risk": 0}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_beats_at_once_tell_a_lease_reminder_once(project, expert):
+    now = timezone.now()
+    assignment_claim_next(project=project, expert=expert, now=now - timedelta(minutes=40))
+    barrier = threading.Barrier(2)
+    results: list[int] = []
+
+    def beat() -> None:
+        try:
+            barrier.wait()
+            results.append(leases_expiring_remind(now=now))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=beat) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert sorted(results) == [0, 1]
+    assert Notification.objects.filter(user=expert, kind="lease_expiring").count() == 1

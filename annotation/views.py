@@ -210,8 +210,11 @@ def _annotate_context(assignment: Assignment, *, labels: dict[str, Any] | None =
     cases = cases_for_items(project=task.project, question=question, items=rubric_items)
     items = _item_rows(rubric_items, labels, notes or {}, missing, cases)
     state = assignment_state(assignment, now=now)
+    returned = getattr(assignment, "submission_return", None) if state == "leased" else None
     return {
         "assignment": assignment,
+        "returned_comment": returned.comment if returned and returned.resubmitted_at is None
+        and returned.lapsed_at is None else "",
         "project": task.project,
         "question": question,
         "difficulty": question.get_difficulty_display(),

@@ -296,4 +296,13 @@ class ErrorCode(models.TextChoices):
                                                  "again.")
 
 
+    # Review of submissions (annotation.review).
+    REVIEW_DONE = "review_done", _("This submission was already reviewed; nothing changed.")
+    REVIEW_COMMENT_REQUIRED = "review_comment_required", _("Tell the expert what to fix: the comment is required.")
+    RETURN_ONCE = "return_once", _("This submission was returned once already; accept or reject it now.")
+    RETURN_NOT_SUBMITTED = "return_not_submitted", _("Only a submitted task can be returned to its expert.")
+    RETURNED_TO_FIX = "returned_to_fix", _("This task was returned to you to fix: submit it again, or leave it "
+                                           "and your first submission stands when the time runs out.")
+
+
 GENERIC_CODES = frozenset({ErrorCode.INVALID, ErrorCode.CONFLICT, ErrorCode.FORBIDDEN})

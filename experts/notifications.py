@@ -33,6 +33,12 @@ from experts.tier_reasons import tier_reason_text
 #   statement_issued       period (e.g. "2026-11-23 – 2026-11-30"), payable, currency, count (entries)
 #   submission_rejected    question (external id), reason_label (an English label, see TRANSLATED_PARAMS),
 #                          text (the PM's words)
+#   submission_returned    question (external id), text (the PM's comment); the link opens the task
+#   lease_expiring         question, minutes (left on the lease)
+#   expert_idle            days (idle), count (tasks open to them)
+#   quality_alert          expert, signal (an English label, see TRANSLATED_PARAMS), value (e.g. "62% → 48%");
+#                          to the project's PMs
+#   deadline_risk          forecast, due (dates), remaining (items), rate (items a day); to the project's PMs
 #   mention                author (who wrote), question, item (rubric item key), excerpt
 #   consultation_vote      question, item, deadline (a formatted date and time)
 #   consultation_revealed  question, item
@@ -54,6 +60,14 @@ TEMPLATES = {
                           "payable for %(count)s entries."),
     "submission_rejected": _("Your submission on question %(question)s in “%(project)s” was rejected "
                              "(%(reason_label)s). The project manager wrote: %(text)s"),
+    "submission_returned": _("Your submission on question %(question)s in “%(project)s” was returned to you to "
+                             "fix, once. The project manager wrote: %(text)s"),
+    "lease_expiring": _("Your lease of question %(question)s in “%(project)s” ends in %(minutes)s minutes: "
+                        "submit it, or open it and keep working."),
+    "expert_idle": _("You have not worked in “%(project)s” for %(days)s days; %(count)s tasks are waiting."),
+    "quality_alert": _("Quality alert for %(expert)s in “%(project)s”: %(signal)s (%(value)s)."),
+    "deadline_risk": _("“%(project)s” is forecast to finish on %(forecast)s, after its due date %(due)s: "
+                       "%(remaining)s items left at %(rate)s a day over the last 7 days."),
     "appeal_decided": _("Your appeal in “%(project)s” was %(outcome)s: %(reason)s"),
     "faq_asked": _("A new question in “%(project)s” waits for an answer: “%(question)s”"),
     "faq_answered": _("Your question in “%(project)s” has an answer: “%(question)s”"),
@@ -74,9 +88,9 @@ APPEAL_OUTCOMES = {"accepted": _("accepted"), "denied": _("denied")}
 TIER_PARAMS = ("from_tier", "to_tier")
 # Params that hold an English label with a translation in the catalogue (a choice's label):
 # stored in English, shown in the reader's language.
-TRANSLATED_PARAMS = ("reason_label", "outcome", "decision")
+TRANSLATED_PARAMS = ("reason_label", "outcome", "decision", "signal")
 # Kinds only a project's managers receive; experts are not offered email for them.
-MANAGER_KINDS = frozenset({"expert_paused", "faq_asked"})
+MANAGER_KINDS = frozenset({"expert_paused", "faq_asked", "quality_alert", "deadline_risk"})
 
 # The users notified during the current request (set by `experts.middleware`), so that an
 # htmx response can tell the page to refresh its badge.

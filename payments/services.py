@@ -242,6 +242,12 @@ def submission_reject(*, actor: User, assignment_id, reason: str, now: datetime,
         return ledger_post_reversal(assignment_id=assignment.pk, reason=reason, actor=actor, now=now)
 
 
+def submission_reject_for_review(actor: User, assignment_id: int, reason_code: str, reason: str,
+                                 now: datetime) -> None:
+    """The review queue's rejection (`annotation.review.rejecting`): `submission_reject` itself."""
+    submission_reject(actor=actor, assignment_id=assignment_id, reason=reason, reason_code=reason_code, now=now)
+
+
 def payment_settings_update(*, actor: User, project_id, currency: str, period_length: str,
                             period_anchor) -> PaymentSettings:
     """An admin sets a project's currency and period length; the currency is fixed once money moved."""

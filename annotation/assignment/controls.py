@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from annotation.assignment.selectors import assignment_state
 from annotation.assignment.services import lease_end, lease_extend
 from annotation.lock_objects import assignment_lock, task_lock
-from annotation.models import Assignment, TaskSkip
+from annotation.models import Assignment, SubmissionReturn, TaskSkip
 from annotation.models.skips import MAX_SKIP_TEXT
 from annotation.selectors import assignment_get_for_expert
 from core.error_codes import ErrorCode
@@ -27,6 +27,14 @@ def _require_not_submitted(assignment: Assignment) -> None:
     if assignment.status == Assignment.Status.SUBMITTED:
         raise Conflict("This task is already submitted; it can no longer be given back or skipped.",
                        code=ErrorCode.SUBMITTED_FINAL)
+
+
+def _require_not_returned(assignment: Assignment) -> None:
+    # A returned submission's lease is the expert's one chance to fix it; giving it back would
+    # drop a paid submission, so it runs out instead and the first submission stands.
+    if SubmissionReturn.objects.filter(assignment=assignment, resubmitted_at__isnull=True,
+                                       lapsed_at__isnull=True).exists():
+        raise Conflict(str(ErrorCode.RETURNED_TO_FIX.label), code=ErrorCode.RETURNED_TO_FIX)
 
 
 def assignment_extend(*, expert: User, assignment_id, now: datetime) -> Assignment:
@@ -50,6 +58,7 @@ def assignment_release(*, expert: User, assignment_id) -> Assignment:
     to this expert again. Releasing an already released lease changes nothing."""
     assignment = assignment_get_for_expert(expert, assignment_id)
     _require_not_submitted(assignment)
+    _require_not_returned(assignment)
     if lease_end(assignment=assignment):
         logger.info("lease given back", extra={"assignment_id": assignment.pk})
     assignment.refresh_from_db(fields=["status"])
@@ -91,6 +100,7 @@ def assignment_skip(*, expert: User, assignment_id, reason, text="", now: dateti
     if existing is not None:
         return SkipResult(skip=existing, created=False)
     _require_not_submitted(assignment)
+    _require_not_returned(assignment)
     try:
         with transaction.atomic():
             task_lock(assignment.task_id)

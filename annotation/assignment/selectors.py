@@ -106,10 +106,13 @@ def expert_history(expert: User) -> QuerySet[Assignment]:
     """The expert's own finished work, newest first: submitted tasks, and tasks they gave back or
     skipped. `finished_at` is when it ended (submission, skip, or the lease start for a task given
     back, which keeps no end time). Never the model: callers show the question only."""
-    return (Assignment.objects.filter(expert=expert, kind=Assignment.Kind.WORK,
-                                      status__in=[Assignment.Status.SUBMITTED, Assignment.Status.RELEASED,
-                                                  Assignment.Status.REJECTED])
-            .select_related("task__project", "task__response__question", "skip")
+    # A submission a PM returned to fix is listed too while its lease is open (it is the expert's to fix).
+    returned_open = Q(status=Assignment.Status.LEASED, submission_return__isnull=False,
+                      submission_return__resubmitted_at__isnull=True, submission_return__lapsed_at__isnull=True)
+    return (Assignment.objects.filter(Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.RELEASED,
+                                                    Assignment.Status.REJECTED]) | returned_open,
+                                      expert=expert, kind=Assignment.Kind.WORK)
+            .select_related("task__project", "task__response__question", "skip", "submission_return")
             .annotate(finished_at=Coalesce("submitted_at", "skip__created_at", "leased_at"))
             .order_by("-finished_at", "-pk"))
 
@@ -142,10 +145,13 @@ SKIPS_LIMIT = 500
 
 
 def history_status(assignment: Assignment) -> str:
-    """"submitted", "rejected" (by a PM, with a reason), "skipped" (given back with a reason) or
+    """"submitted", "returned" (by a PM to fix: open again),
+    "rejected" (by a PM, with a reason), "skipped" (given back with a reason) or
     "released" (given back, or ended when the expert left the project)."""
     if assignment.status == Assignment.Status.SUBMITTED:
         return "submitted"
+    if assignment.status == Assignment.Status.LEASED:
+        return "returned"
     if assignment.status == Assignment.Status.REJECTED:
         return "rejected"
     try:

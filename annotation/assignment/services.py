@@ -18,7 +18,7 @@ import random
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from annotation import permissions
 from annotation.assignment import matching
@@ -197,7 +197,11 @@ def _slot_return(task: Task) -> None:
 
 def leases_expire(*, now: datetime, project: Project | None = None, limit: int = EXPIRE_BATCH) -> int:
     """Expire overdue leases and return their slots to the pool; returns how many expired."""
-    overdue = Assignment.objects.filter(status=Assignment.Status.LEASED, expires_at__lte=now)
+    # A returned submission's lease is not expired here: when it runs out unsubmitted the first
+    # submission is put back (annotation.review.services.submission_returns_lapse).
+    overdue = (Assignment.objects.filter(status=Assignment.Status.LEASED, expires_at__lte=now)
+               .filter(Q(submission_return__isnull=True) | Q(submission_return__resubmitted_at__isnull=False)
+                       | Q(submission_return__lapsed_at__isnull=False)))
     if project is not None:
         overdue = overdue.filter(task__project=project)
     expired = 0

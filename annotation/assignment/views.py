@@ -132,7 +132,7 @@ def history(request: SignedInRequest) -> HttpResponse:
     # Appeals are payments' rows (a higher app): reached by their reverse relation, never imported.
     prefetch_related_objects(assignments, "appeals__correction")
     rows = [{"assignment": a, "question": a.task.response.question, "project": a.task.project,
-             "status": history_status(a), "at": a.finished_at,
+             "status": history_status(a), "at": a.finished_at, "returned": getattr(a, "submission_return", None),
              "appeals": [x for x in a.appeals.all() if x.kind == "rejection"]} for a in assignments]
     return render_page(request, HISTORY, "history", {"page": page, "rows": rows})
 

@@ -13,6 +13,7 @@ from .judging import AgreementReport, JudgeLabel, JudgeRun, JudgeTaskResult
 from .library import Case, CaseItem, CaseOutcome, CaseRead, CaseStatus, FaqEntry
 from .project import Difficulty, Project, ProjectSettingChange, ProjectState, Question, Response
 from .quality import CalibrationAnswer, CalibrationAttempt, CalibrationTask, ControlResult, GoldenReference
+from .review import ReviewFlag, SentReminder, SubmissionReturn
 from .roster import Invitation, MembershipEvent
 from .skips import CalibrationDraft, TaskSkip
 from .work import Assignment, Draft, IdempotencyRecord, ItemConsensus, Label, Task
@@ -55,6 +56,9 @@ __all__ = [
     "ProjectState",
     "Question",
     "Response",
+    "ReviewFlag",
+    "SentReminder",
+    "SubmissionReturn",
     "Task",
     "TaskSkip",
 ]

@@ -49,6 +49,14 @@ APPEAL_WINDOW_DAYS = SettingRange("appeal_window_days", 1, 90, 7)
 CONSULT_SPLIT_MIN_SCORE = SettingRange("consult_split_min_score", 1, 100, 5)
 CONSULT_SPLIT_SHARE_PCT = SettingRange("consult_split_share_pct", 1, 99, 33)
 CONSULT_DEADLINE_H = SettingRange("consult_deadline_h", 1, 30 * 24, 72)
+# Review flags (annotation.review): a submission faster than this per item is flagged (0: off); a run
+# of this many submissions in a row, each with every item the same value, is flagged (0: off).
+MIN_SECONDS_PER_ITEM = SettingRange("min_seconds_per_item", 0, 600, 3)
+REVIEW_RUN_LENGTH = SettingRange("review_run_length", 0, 100, 5)
+# Reminders (annotation.review.reminders): minutes before a lease ends; idle days before an expert
+# with work left is reminded (0: off).
+REMIND_LEASE_MINUTES = SettingRange("remind_lease_minutes", 1, 120, 10)
+REMIND_IDLE_DAYS = SettingRange("remind_idle_days", 0, 60, 3)
 QUALITY_SETTINGS = (CALIBRATION_THRESHOLD_PCT, CALIBRATION_SIZE, CALIBRATION_RETRY_DELAY_S, CONTROL_RATE_PCT,
                     CONTROL_PAUSE_BELOW_PCT, CONTROL_WINDOW)
 
@@ -122,6 +130,25 @@ class Project(models.Model):
     consult_show_judge = models.BooleanField(
         default=False, help_text=_("Show the judge's label and reason when a consultation's votes are revealed."))
     due_date = models.DateField(null=True, blank=True)
+    min_seconds_per_item = models.PositiveSmallIntegerField(
+        default=MIN_SECONDS_PER_ITEM.default,
+        help_text=_("A submission faster than this many seconds per item is flagged for review (0: off)."))
+    review_run_length = models.PositiveSmallIntegerField(
+        default=REVIEW_RUN_LENGTH.default,
+        help_text=_("This many submissions in a row with every item the same value are flagged (0: off)."))
+    review_repeated_notes = models.BooleanField(
+        default=True, help_text=_("Flag a note an expert repeats word for word on another task."))
+    remind_lease_expiring = models.BooleanField(
+        default=True, help_text=_("Remind an expert before their lease of a task ends."))
+    remind_lease_minutes = models.PositiveSmallIntegerField(
+        default=REMIND_LEASE_MINUTES.default, help_text=_("Minutes before a lease ends that the reminder goes."))
+    remind_idle_days = models.PositiveSmallIntegerField(
+        default=REMIND_IDLE_DAYS.default,
+        help_text=_("Remind an expert idle this many days while work is left (0: off)."))
+    alert_quality = models.BooleanField(
+        default=True, help_text=_("Tell the PMs of a drift alert or a fall in an expert's control accuracy."))
+    alert_deadline_risk = models.BooleanField(
+        default=True, help_text=_("Tell the PMs when the forecast finish passes the due date."))
     # Paused: no new leases, open ones can still be submitted. Closed: read-only (exports
     # and reports still work). Archived: a closed project hidden from the project lists.
     state = models.CharField(max_length=10, choices=ProjectState.choices, default=ProjectState.ACTIVE)
@@ -172,6 +199,15 @@ class Project(models.Model):
             models.CheckConstraint(condition=Q(consult_deadline_h__gte=CONSULT_DEADLINE_H.low,
                                                consult_deadline_h__lte=CONSULT_DEADLINE_H.high),
                                    name="project_consult_deadline_range"),
+            models.CheckConstraint(condition=Q(min_seconds_per_item__lte=MIN_SECONDS_PER_ITEM.high),
+                                   name="project_min_seconds_per_item_range"),
+            models.CheckConstraint(condition=Q(review_run_length__lte=REVIEW_RUN_LENGTH.high),
+                                   name="project_review_run_length_range"),
+            models.CheckConstraint(condition=Q(remind_lease_minutes__gte=REMIND_LEASE_MINUTES.low,
+                                               remind_lease_minutes__lte=REMIND_LEASE_MINUTES.high),
+                                   name="project_remind_lease_minutes_range"),
+            models.CheckConstraint(condition=Q(remind_idle_days__lte=REMIND_IDLE_DAYS.high),
+                                   name="project_remind_idle_days_range"),
             models.CheckConstraint(condition=Q(state__in=ProjectState.values), name="project_state_known"),
             models.CheckConstraint(condition=Q(archived_at__isnull=True) | Q(state=ProjectState.CLOSED),
                                    name="project_archived_only_closed"),

@@ -16,7 +16,7 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.models import Project, ProjectState
-from annotation.projects.fields import FIELDS, setting_label
+from annotation.projects.fields import BY_NAME, FIELDS, setting_label
 from annotation.projects.selectors import open_leases, overlap_preview, setting_changes_for_project
 from annotation.projects.services import (
     project_archive,
@@ -123,8 +123,13 @@ def _settings_context(project: Project, *, posted: Any = None, **extra: Any) -> 
         ("consult_on_many_splits", _("Open one on each split item of a task where many items split")),
         ("consult_show_judge", _("Show the judge's label and reason once the votes are revealed")),
     ]
+    review_switches = ("review_repeated_notes", "remind_lease_expiring", "alert_quality", "alert_deadline_risk")
+    review_numbers = ("min_seconds_per_item", "review_run_length", "remind_lease_minutes", "remind_idle_days")
     return {"project": project, "tiers": Tier.choices, "history": _history_rows(project),
             "consult_switches": [(name, text, form[name] in (True, "on")) for name, text in switches],
+            "review_switches": [(name, setting_label(name), form[name] in (True, "on")) for name in review_switches],
+            "review_numbers": [(name, setting_label(name), form[name], BY_NAME[name].range)
+                               for name in review_numbers],
             "open_leases": open_leases(project).count(), "form": form, "errors": {}, **extra}
 
 

@@ -124,6 +124,8 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
         # tasks earn like any task: an unpaid task would tell the expert it was a control.
         task_send_on_commit("payments.ledger_post_earning", assignment_id=assignment.pk)
         task_send_on_commit("annotation.expert_evaluate", user_id=expert.pk)
+        # The review rules (too fast, straight-lining, repeated notes) run after the commit.
+        task_send_on_commit("annotation.review_flags_check", assignment_id=assignment.pk)
     return SubmitResult(assignment=assignment, created=True, task_complete=_reported_complete(task))
 
 

@@ -19,6 +19,8 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 360)
 CELERY_BEAT_SCHEDULE = {
     "expire-leases": {"task": "annotation.leases_expire", "schedule": 60.0},
     # Consultations: reveal blind votes past their deadline (pages reveal them on read too).
+    # Review: lease, idle, quality and deadline reminders; returned submissions left unfixed go back.
+    "reminders-send": {"task": "annotation.reminders_send", "schedule": 300.0},
     "consultations-reveal-due": {"task": "annotation.consultations_reveal_due", "schedule": 300.0},
     # Payments: post earnings a lost task left out, then close periods whose end has passed.
     "payments-sweep-earnings": {"task": "payments.earnings_sweep", "schedule": 300.0},

@@ -34,6 +34,12 @@ KIND_PARAMS = {
     "faq_asked": {"question": "共情和认可有什么区别？"},
     "faq_answered": {"question": "共情和认可有什么区别？"},
     "appeal_decided": {"outcome": "accepted", "reason": "labels restored"},
+    # Review and reminders (annotation.review).
+    "submission_returned": {"question": "q7", "text": "请对照回复再看一遍"},
+    "lease_expiring": {"question": "q7", "minutes": 10},
+    "expert_idle": {"days": 4, "count": 12},
+    "quality_alert": {"expert": "E-1a2b", "signal": "control accuracy fell", "value": "90% → 60%"},
+    "deadline_risk": {"forecast": "2025-04-01", "due": "2025-03-20", "remaining": 120, "rate": "4.0"},
 }
 
 

@@ -121,6 +121,9 @@ class Project(models.Model):
     consult_show_judge = models.BooleanField(
         default=False, help_text=_("Show the judge's label and reason when a consultation's votes are revealed."))
     due_date = models.DateField(null=True, blank=True)
+    # Set when a PM gives tasks a priority (`annotation.assignment.manual.tasks_set_priority`): only then
+    # does the claim look for the top priority first, so a project without priorities pays no query for it.
+    has_priorities = models.BooleanField(default=False)
     # Paused: no new leases, open ones can still be submitted. Closed: read-only (exports
     # and reports still work). Archived: a closed project hidden from the project lists.
     state = models.CharField(max_length=10, choices=ProjectState.choices, default=ProjectState.ACTIVE)

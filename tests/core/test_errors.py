@@ -46,6 +46,7 @@ PARAMS |= {"expired": "2026-12-02 10:00", "status": "building"}  # dataset expor
 PARAMS |= {"deadline": "2026-12-08 10:00", "days": 7, "currency": "CNY"}  # appeals
 PARAMS |= {"kind": "weather"}  # notification email preferences
 PARAMS |= {"key": "q1:2"}  # consultations
+PARAMS |= {"task": 42}  # assignment by hand
 
 
 @pytest.mark.parametrize("code", [c for c in ErrorCode])

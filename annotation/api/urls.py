@@ -2,8 +2,8 @@
 from django.urls import path
 
 from annotation.api import calibration, consultations, library, notifications, projects, quality, rubrics
-from annotation.api.assign import AssignByHandApi, HandOverApi, TaskPriorityApi
 from annotation.api.agreement import AgreementRecomputeApi, AgreementReportApi
+from annotation.api.assign import AssignByHandApi, HandOverApi, TaskPriorityApi
 from annotation.api.exchange import (
     ConsensusExportApi,
     ExportJobApi,

@@ -5,7 +5,6 @@ from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-
 PRIORITY_MAX = 100
 
 

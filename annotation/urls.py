@@ -23,4 +23,5 @@ urlpatterns = [
     path("", include("annotation.roster.urls")),
     path("", include("annotation.library.urls")),
     path("", include("annotation.consultations.urls")),
+    path("", include("annotation.workload.urls")),
 ]

@@ -124,7 +124,7 @@ def _median_pace(*, project: Project, experts: list[User]) -> dict[int, float]:
             .filter(rank__lte=PACE_WINDOW).values_list("expert_id", "leased_at", "submitted_at", "items"))
     paces: dict[int, list[float]] = {}
     for expert_id, leased_at, submitted_at, n in rows:
-        if n:
+        if n and submitted_at is not None:
             paces.setdefault(expert_id, []).append((submitted_at - leased_at).total_seconds() / n)
     return {expert_id: statistics.median(values) for expert_id, values in paces.items()}
 

@@ -89,6 +89,10 @@ class ErrorCode(models.TextChoices):
         "Task %(task)s takes no assignment: it is golden, complete, or of an earlier rubric version.")
     ASSIGN_NO_TASKS = "assign_no_tasks", _("Choose at least one task of this project.")
     ASSIGN_NO_EXPERTS = "assign_no_experts", _("Name at least one expert.")
+    BATCH_GOLDEN_HAS_WORK = "batch_golden_has_work", _(
+        "Task %(task)s holds regular work, so it cannot become golden; nothing was changed.")
+    BATCH_OVERLAP_RANGE = "batch_overlap_range", _("Overlap is a whole number from %(low)s to %(high)s.")
+    BATCH_REJECT_NONE = "batch_reject_none", _("No submission matches; nothing was rejected.")
     PRIORITY_RANGE = "priority_range", _("Priority is a whole number from %(low)s to %(high)s.")
 
     # The expert's loop.

@@ -5,4 +5,7 @@ from annotation.workload import views
 
 urlpatterns = [
     path("projects/<int:project_id>/workload/", views.workload, name="workload"),
+    path("projects/<int:project_id>/batch/", views.batch, name="batch"),
+    path("projects/<int:project_id>/batch/tasks/", views.batch_tasks, name="batch_tasks"),
+    path("projects/<int:project_id>/batch/experts/", views.batch_experts, name="batch_experts"),
 ]

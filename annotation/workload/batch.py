@@ -45,6 +45,7 @@ class TaskFilter:
     difficulty: str = ""
     split_dimension: str = ""
     golden: str = ""  # "yes", "no" or blank
+    task: str = ""  # one task id (an urgent task assigned by hand)
 
     @classmethod
     def from_data(cls, data) -> "TaskFilter":
@@ -54,11 +55,12 @@ class TaskFilter:
 
         return cls(status=pick("status", TASK_STATUSES), difficulty=pick("difficulty", Difficulty.values),
                    split_dimension=pick("split_dimension", set(Dimension.objects.values_list("code", flat=True))),
-                   golden=pick("golden", ("yes", "no")))
+                   golden=pick("golden", ("yes", "no")),
+                   task=task if (task := str(data.get("task", "") or "").strip()).isdigit() else "")
 
     def as_fields(self) -> dict[str, str]:
         return {"status": self.status, "difficulty": self.difficulty, "split_dimension": self.split_dimension,
-                "golden": self.golden}
+                "golden": self.golden, "task": self.task}
 
 
 def tasks_filtered(project: Project, task_filter: TaskFilter) -> QuerySet[Task]:
@@ -70,6 +72,8 @@ def tasks_filtered(project: Project, task_filter: TaskFilter) -> QuerySet[Task]:
         qs = qs.filter(response__question__difficulty=task_filter.difficulty)
     if task_filter.golden:
         qs = qs.filter(is_golden=task_filter.golden == "yes")
+    if task_filter.task:
+        qs = qs.filter(pk=int(task_filter.task))
     if task_filter.split_dimension:
         split = ItemConsensus.objects.filter(task=OuterRef("pk"), zone=ItemConsensus.Zone.SPLIT,
                                              rubric_item__dimension__code=task_filter.split_dimension)

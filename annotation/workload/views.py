@@ -13,7 +13,7 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from annotation.assignment.manual import hand_over_preview, leases_hand_over
+from annotation.assignment.manual import assignments_create_by_hand, hand_over_preview, leases_hand_over
 from annotation.models import Assignment, Difficulty
 from annotation.models.work import PRIORITY_MAX
 from annotation.selectors import project_experts, project_get_for_user
@@ -25,6 +25,7 @@ from annotation.workload.batch import (
     batch_raise_overlap,
     batch_set_priority,
     experts_of_project,
+    tasks_filtered,
     tasks_preview,
 )
 from annotation.workload.selectors import expert_loads_for_project, project_deadline
@@ -100,13 +101,27 @@ def batch_tasks(request: HttpRequest, project_id: int) -> HttpResponse:
     op = request.POST.get("op", "")
     value = request.POST.get("value", "").strip()
     back = _batch_url(project.pk, task_filter.as_fields())
-    if op not in ("golden", "overlap", "priority"):
+    if op not in ("golden", "overlap", "priority", "assign"):
         return _done(request, back, error=DomainError("Unknown operation.", code=ErrorCode.INVALID))
+    named: list[User] = []
+    if op == "assign":
+        try:
+            named = experts_of_project(project, _ids(request, "experts"))
+        except DomainError as exc:
+            return _done(request, back, error=exc)
     if not confirmation_given(request):
         preview = tasks_preview(project, task_filter)
         lines = [ngettext("%(count)d task matches the filter.", "%(count)d tasks match the filter.",
                           preview.tasks) % {"count": preview.tasks}]
-        if op == "golden":
+        if op == "assign":
+            names = ", ".join(e.username for e in named)
+            title = _("Assign the filtered tasks to %(names)s?") % {"names": names}
+            lines.append(ngettext("%(count)d lease is created; each expert finds these tasks first.",
+                                  "%(count)d leases are created; each expert finds these tasks first.",
+                                  preview.tasks * len(named)) % {"count": preview.tasks * len(named)})
+            lines.append(_("An expert who may not take one of them (paused, at their limit, tier, held it "
+                           "before) or a task without a free slot stops the whole assignment, with the reason."))
+        elif op == "golden":
             title = _("Mark the filtered tasks golden?")
             lines.append(ngettext("%(count)d of them holds regular work: then nothing is changed.",
                                   "%(count)d of them hold regular work: then nothing is changed.",
@@ -120,9 +135,17 @@ def batch_tasks(request: HttpRequest, project_id: int) -> HttpResponse:
         lines.append(_("All of it happens in one step, or nothing does."))
         return confirmation_page(request, Confirmation(
             title=title, consequences=lines, action_url=request.path, cancel_url=back,
-            fields={**task_filter.as_fields(), "op": op, "value": value}, confirm_label=_("Apply"),
+            fields={**task_filter.as_fields(), "op": op, "value": value,
+                    "experts": ",".join(str(e.pk) for e in named)}, confirm_label=_("Apply"),
             danger=op == "golden"))
     try:
+        if op == "assign":
+            ids = list(tasks_filtered(project, task_filter).values_list("pk", flat=True))
+            changed = len(assignments_create_by_hand(project=project, task_ids=ids, experts=named, by=user,
+                                                     now=timezone.now()).assignments)
+            return _done(request, back, text=ngettext("Done: %(count)d lease created.",
+                                                      "Done: %(count)d leases created.", changed)
+                         % {"count": changed})
         if op == "golden":
             changed = batch_mark_golden(project=project, task_filter=task_filter, by=user)
         elif op == "overlap":

@@ -234,3 +234,32 @@ def test_the_batch_page_renders_in_chinese_with_the_filter_count(client, pm_proj
 
     assert page.status_code == 200 and "批量操作" in page.content.decode()
     assert 'id="batch"' in fragment.content.decode() and "<html" not in fragment.content.decode()
+
+
+def test_a_pm_assigns_one_urgent_task_by_hand_from_the_batch_page(client, pm_project):
+    pm, project = pm_project
+    (expert,) = _members(project, 1)
+    urgent = list(Task.objects.order_by("pk").values_list("pk", flat=True))[3]
+    client.force_login(pm)
+    url = f"/projects/{project.pk}/batch/tasks/"
+    form = {"op": "assign", "task": urgent, "experts": expert.pk}
+
+    asked = client.post(url, form)
+    done = client.post(url, {**form, "confirmed": "yes"}, follow=True)
+
+    assert "1 lease is created" in asked.content.decode()
+    assert "1 lease created" in done.content.decode()
+    assert assignment_claim_next(project=project, expert=expert, now=timezone.now()).task_id == urgent
+
+
+def test_assigning_by_hand_to_a_paused_expert_from_the_page_is_refused_with_the_reason(client, pm_project):
+    pm, project = pm_project
+    (expert,) = _members(project, 1)
+    ExpertProfile.objects.filter(user=expert).update(status="paused")
+    client.force_login(pm)
+
+    done = client.post(f"/projects/{project.pk}/batch/tasks/", {"op": "assign", "experts": expert.pk,
+                                                                 "confirmed": "yes"}, follow=True)
+
+    assert f"{expert.username} is paused" in done.content.decode()
+    assert not Assignment.objects.exists()

@@ -15,8 +15,10 @@ for the network (judge requests run between two short transactions).
    LOCKED in `annotation.assignment.services`, which is the same row kind).
 5. `Assignment` of that task (`assignment_lock`).
 6. `experts.ExpertProfile` (`expert_profile_lock`): pausing or resuming an expert, also
-   inside a submission after its task and assignment; `experts.tiers` locks the same
-   row last, on its own.
+   inside a submission after its task and assignment, inside the claim after its drawn
+   task (so one expert's concurrent claims count their lease limit one at a time), and
+   in an assignment by hand after its tasks, experts in pk order; `experts.tiers` locks
+   the same row last, on its own.
 7. `Consultation` (`consultation_lock`): after its Task when resolving (the resolution
    rewrites the task's consensus); on its own for a vote, an invitation or a reveal.
 

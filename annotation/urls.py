@@ -24,4 +24,5 @@ urlpatterns = [
     path("", include("annotation.library.urls")),
     path("", include("annotation.consultations.urls")),
     path("", include("annotation.review.urls")),
+    path("", include("annotation.workload.urls")),
 ]

@@ -79,8 +79,34 @@ class ErrorCode(models.TextChoices):
     UNKNOWN_LANGUAGE = "unknown_language", _("Unknown language: %(value)s.")
     UNKNOWN_SPECIALTY = "unknown_specialty", _("Unknown specialty; choose from the list.")
 
+    # Assignment by hand, priority and hand-over (a PM names the experts).
+    ASSIGN_NOT_MEMBER = "assign_not_member", _("%(name)s is not an annotator in this project.")
+    ASSIGN_PAUSED = "assign_paused", _("%(name)s is paused; resume them first.")
+    ASSIGN_NO_PROFILE = "assign_no_profile", _("%(name)s has no expert profile.")
+    ASSIGN_NOT_CALIBRATED = "assign_not_calibrated", _(
+        "%(name)s has not passed the calibration on the current rubric version.")
+    ASSIGN_LEASE_LIMIT = "assign_lease_limit", _("%(name)s already holds as many tasks as they may (%(max)s).")
+    ASSIGN_WEEKLY_CAPACITY = "assign_weekly_capacity", _(
+        "%(name)s has reached their weekly capacity of %(max)s tasks.")
+    ASSIGN_TIER = "assign_tier", _("%(name)s's tier does not take hard tasks such as task %(task)s.")
+    ASSIGN_HELD_BEFORE = "assign_held_before", _(
+        "%(name)s already held task %(task)s; an expert never gets a task twice.")
+    ASSIGN_TASK_FULL = "assign_task_full", _("Task %(task)s has no free slot: all its experts are drawn.")
+    ASSIGN_TASK_NOT_OPEN = "assign_task_not_open", _(
+        "Task %(task)s takes no assignment: it is golden, complete, or of an earlier rubric version.")
+    ASSIGN_NO_TASKS = "assign_no_tasks", _("Choose at least one task of this project.")
+    ASSIGN_NO_EXPERTS = "assign_no_experts", _("Name at least one expert.")
+    BATCH_GOLDEN_HAS_WORK = "batch_golden_has_work", _(
+        "Task %(task)s holds regular work, so it cannot become golden; nothing was changed.")
+    BATCH_OVERLAP_RANGE = "batch_overlap_range", _("Overlap is a whole number from %(low)s to %(high)s.")
+    BATCH_REJECT_NONE = "batch_reject_none", _("No submission matches; nothing was rejected.")
+    PRIORITY_RANGE = "priority_range", _("Priority is a whole number from %(low)s to %(high)s.")
+
     # The expert's loop.
     LEASE_LIMIT = "lease_limit", _("You already hold as many tasks as you may; finish the one you have first.")
+    AT_WEEKLY_CAPACITY = "at_weekly_capacity", _(
+        "You have reached your weekly capacity of %(max)s tasks (submitted this week and in hand); new tasks "
+        "come again from %(retry_at)s.")
     LEASE_LOST = "lease_lost", _("Your lease expired and the task went to another expert. Your marks stay "
                                  "on this page but can no longer be submitted.")
     LEASE_RELEASED = "lease_released", _("You gave this task back (or left the project); your marks stay on "

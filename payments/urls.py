@@ -11,6 +11,7 @@ urlpatterns = [
     path("costs/<int:project_id>/close/", views.period_close, name="period_close"),
     path("costs/<int:project_id>/assignments/<int:assignment_id>/reject/", views.submission_reject,
          name="submission_reject"),
+    path("costs/<int:project_id>/batch-reject/", views.submissions_reject_batch, name="submissions_reject_batch"),
     path("appeals/", appeal_views.appeal_list, name="appeal_list"),
     path("appeals/rejections/<int:assignment_id>/", appeal_views.appeal_rejection_new, name="appeal_rejection_new"),
     path("appeals/lines/<int:entry_id>/", appeal_views.appeal_line_new, name="appeal_line_new"),

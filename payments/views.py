@@ -26,8 +26,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.models import Assignment
 from core.confirm import Confirmation, confirmation_given, confirmation_page
+from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError, NotFound, error_message
 from core.pages import render_page
+from payments import batch as reject_batch
 from payments import permissions, selectors, services
 from payments.models import Appeal, PayoutBatch
 
@@ -260,3 +262,52 @@ def batch_csv(request: HttpRequest, batch_id: int) -> HttpResponse:
     for row in selectors.payout_rows(batch):
         writer.writerow([_cell(value) for value in row])
     return response
+
+
+@login_required
+@require_POST
+def submissions_reject_batch(request: HttpRequest, project_id: int) -> HttpResponse:
+    """A PM rejects every submitted task of one expert in the project with one reason: the count and what
+    follows first, then all rejections (with their reversals) in one transaction, or none."""
+    project = selectors.project_get_for_costs(request.user, project_id)
+    back = reverse("batch", args=[project.pk])
+    reason = request.POST.get("reason", "").strip()
+    reason_code = request.POST.get("reason_code", Assignment.RejectReason.OTHER)
+    expert_id = request.POST.get("expert", "")
+    ids = list(reject_batch.submissions_of_expert(project, expert_id).values_list("pk", flat=True))
+    error: DomainError | None = None
+    if not ids:
+        error = DomainError("No submission matches.", code=ErrorCode.BATCH_REJECT_NONE)
+    elif not reason:
+        error = DomainError("Give a reason for the rejection.", code="reason_required",
+                            errors=[{"field": "reason", "message": "required"}])
+    elif reason_code not in Assignment.RejectReason.values:
+        error = DomainError("Unknown reason.", code="reject_reason_unknown")
+    if error is None and not confirmation_given(request):
+        return confirmation_page(request, Confirmation(
+            title=ngettext("Reject %(count)d submission?", "Reject %(count)d submissions?", len(ids))
+            % {"count": len(ids)},
+            consequences=[
+                _("The expert sees the reason on their statement and history: %(kind)s, “%(reason)s”.")
+                % {"kind": Assignment.RejectReason(reason_code).label, "reason": reason},
+                _("Each earning is reversed and deducted from the expert's next statement."),
+                _("Their labels leave the consensus and the reports; the tasks go to other experts."),
+                _("All of it happens in one step, or nothing does."),
+            ],
+            action_url=request.path, cancel_url=back,
+            fields={"reason": reason, "reason_code": reason_code, "expert": expert_id},
+            confirm_label=_("Reject and deduct")))
+    if error is None:
+        try:
+            count = reject_batch.submissions_reject_batch(actor=request.user, project=project, assignment_ids=ids,
+                                                   reason=reason, reason_code=reason_code, now=timezone.now())
+        except DomainError as exc:
+            error = exc
+    if error is not None:
+        if isinstance(error, NotFound):
+            raise error
+        messages.error(request, error_message(error))
+    else:
+        messages.success(request, ngettext("Done: %(count)d submission rejected.",
+                                           "Done: %(count)d submissions rejected.", count) % {"count": count})
+    return redirect(back)

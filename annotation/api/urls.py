@@ -3,6 +3,7 @@ from django.urls import path
 
 from annotation.api import calibration, consultations, library, notifications, projects, quality, rubrics
 from annotation.api.agreement import AgreementRecomputeApi, AgreementReportApi
+from annotation.api.assign import AssignByHandApi, HandOverApi, TaskPriorityApi
 from annotation.api.exchange import (
     ConsensusExportApi,
     ExportJobApi,
@@ -54,6 +55,10 @@ urlpatterns = [
     path("assignments/<int:assignment_id>/skip/", SkipApi.as_view(), name="api-skip"),
     path("me/history/", MyHistoryApi.as_view(), name="api-my-history"),
     path("projects/<int:project_id>/skips/", ProjectSkipsApi.as_view(), name="api-project-skips"),
+    # The PM's assignment modes.
+    path("projects/<int:project_id>/assign/", AssignByHandApi.as_view(), name="api-assign-by-hand"),
+    path("projects/<int:project_id>/priority/", TaskPriorityApi.as_view(), name="api-task-priority"),
+    path("projects/<int:project_id>/hand-over/", HandOverApi.as_view(), name="api-hand-over"),
     # Imports and the export.
     path("projects/<int:project_id>/questions/import/", QuestionsImportApi.as_view(), name="api-questions-import"),
     path("projects/<int:project_id>/responses/import/", ResponsesImportApi.as_view(), name="api-responses-import"),

@@ -6,11 +6,12 @@ means the same to both: a lease past its expiry is expired before the sweep
 """
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from annotation.models import Assignment, Difficulty, Project, Task, TaskSkip
 from experts.models import ExpertProfile, User, tier_rank
@@ -23,6 +24,18 @@ def difficulties_for(*, project: Project, tier: str) -> list[str]:
     if tier_rank(tier) >= tier_rank(project.hard_min_tier):
         allowed.append(Difficulty.HARD)
     return allowed
+
+
+def week_start(now: datetime) -> datetime:
+    """Monday 00:00 of `now`'s week, in the platform's time zone (weekly capacity counts from there)."""
+    local = timezone.localtime(now)
+    day = local.replace(hour=0, minute=0, second=0, microsecond=0)
+    return day - timedelta(days=local.weekday())
+
+
+def day_start(now: datetime) -> datetime:
+    """00:00 of `now`'s day, in the platform's time zone."""
+    return timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
 
 
 AssignmentState = Literal["leased", "expired", "released", "submitted"]

@@ -18,17 +18,18 @@ import random
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from annotation import permissions
 from annotation.assignment import matching
-from annotation.assignment.selectors import difficulties_for
+from annotation.assignment.selectors import difficulties_for, week_start
 from annotation.calibration.selectors import golden_task_ids_seen_in_calibration, golden_usable_tasks
 from annotation.calibration.services import calibration_check
-from annotation.lock_objects import assignment_lock, task_lock, task_lock_or_skip
+from annotation.lock_objects import assignment_lock, expert_profile_lock, task_lock, task_lock_or_skip
 from annotation.models import Assignment, Difficulty, Project, Task
 from annotation.projects.rules import project_check_leasing
 from annotation.selectors import ProjectAccess, rubric_version_current
+from core.error_codes import ErrorCode
 from core.errors import Conflict, Forbidden
 from experts.models import ExpertProfile, User
 from rubrics.models import RubricVersion
@@ -123,21 +124,31 @@ def assignment_claim_next(*, project: Project, expert: User, now: datetime,
     """
     rng = rng or random
     profile = _expert_check_active(project=project, expert=expert, access=access)
+    # A lease a PM assigned by hand for urgent work (a higher priority) comes back first.
     current = (Assignment.objects.filter(expert=expert, task__project=project, status=Assignment.Status.LEASED,
-                                         expires_at__gt=now).order_by("leased_at").first())
+                                         expires_at__gt=now).order_by("-task__priority", "leased_at").first())
     if current is not None:
         return current
     project_check_leasing(project)
     calibration_check(project=project, expert=expert)
     leases_expire(project=project, now=now)
-    live = Assignment.objects.filter(expert=expert, status=Assignment.Status.LEASED, expires_at__gt=now).count()
-    if live >= profile.max_concurrent_leases:
-        raise Conflict("You already hold as many leases as you may; finish one first.", code="lease_limit")
+    # The lease limit and weekly capacity are counted under the expert's lock, just before
+    # the lease is written (below), not here: two tabs could both pass a check made here.
     version = rubric_version_current(project)
     if version is None:
         return None
     difficulties = difficulties_for(project=project, tier=profile.tier)
     tasks = _open_tasks_for(project=project, version_id=version.pk, expert=expert, difficulties=difficulties)
+    top = 0
+    first_tasks = tasks
+    if project.has_priorities:
+        # The highest priority among the tasks left for the expert: the top entries of
+        # task_open_priority_ring_idx, one short index scan; the draw then walks the ring within it.
+        found = tasks.order_by("-priority").values_list("priority", flat=True).first()
+        if found is None:
+            return None
+        top = found
+        first_tasks = tasks.filter(priority=top)
     strengths = matching.expert_strengths(profile, expert)
     draws = matching.CANDIDATES if strengths else 1
     want_control = rng.random() * 100 < project.control_rate_pct
@@ -145,9 +156,14 @@ def assignment_claim_next(*, project: Project, expert: User, now: datetime,
         with transaction.atomic():
             candidates: list[Task] = []
             for _draw in range(draws):
-                task = _draw_candidate(tasks=tasks, start=rng.randrange(RING_SIZE))
+                task = _draw_candidate(tasks=first_tasks, start=rng.randrange(RING_SIZE))
                 if task is not None and all(task.pk != c.pk for c in candidates):
                     candidates.append(task)
+            if not candidates and top > 0:
+                # Every task of the top priority is locked by concurrent claims right now (they
+                # are being leased): the expert takes one of the rest rather than waiting.
+                task = _draw_candidate(tasks=tasks, start=rng.randrange(RING_SIZE))
+                candidates = [task] if task is not None else []
             if candidates:
                 chosen = None
                 if want_control:
@@ -157,6 +173,16 @@ def assignment_claim_next(*, project: Project, expert: User, now: datetime,
                     chosen = matching.candidate_pick(candidates, strengths, rng)
                 try:
                     with transaction.atomic():
+                        # One expert's claims queue here (a double click, two tabs): the lease
+                        # limit and capacity are counted again under the lock, and a lease the
+                        # other request just took is returned instead of a second one.
+                        expert_profile_lock(expert.pk)
+                        held = (Assignment.objects.filter(expert=expert, task__project=project,
+                                                          status=Assignment.Status.LEASED, expires_at__gt=now)
+                                .order_by("-task__priority", "leased_at").first())
+                        if held is not None:
+                            return held
+                        expert_check_room(profile=profile, expert=expert, now=now)
                         return _lease(task=chosen, expert=expert, now=now, timeout_s=project.lease_timeout_s)
                 except IntegrityError:
                     # A concurrent request of the same expert won this task; draw again.
@@ -165,6 +191,34 @@ def assignment_claim_next(*, project: Project, expert: User, now: datetime,
             return None
         # Every open task was locked by a concurrent claim at that instant: draw again.
     return None
+
+
+def expert_check_room(*, profile: ExpertProfile, expert: User, now: datetime, adding: int = 1,
+                      name: str | None = None) -> None:
+    """Raise Conflict unless the expert may take `adding` more leases now: under their concurrent-lease
+    limit ("lease_limit") and under their weekly capacity ("weekly_capacity"), counting the work
+    submitted since the week began (Monday, local time) and the leases running now.
+
+    With `name` (a PM assigning by hand), the refusal names the expert instead of addressing them.
+    One query.
+    """
+    start = week_start(now)
+    counts = Assignment.objects.filter(expert=expert).aggregate(
+        live=Count("pk", filter=Q(status=Assignment.Status.LEASED, expires_at__gt=now)),
+        week=Count("pk", filter=Q(kind=Assignment.Kind.WORK, submitted_at__gte=start,
+                                  status__in=[Assignment.Status.SUBMITTED, Assignment.Status.REJECTED])))
+    if counts["live"] + adding > profile.max_concurrent_leases:
+        if name is not None:
+            raise Conflict(f"{name} holds as many leases as they may.", code=ErrorCode.ASSIGN_LEASE_LIMIT,
+                           params={"name": name, "max": profile.max_concurrent_leases})
+        raise Conflict("You already hold as many leases as you may; finish one first.", code=ErrorCode.LEASE_LIMIT)
+    if counts["week"] + counts["live"] + adding > profile.weekly_capacity:
+        next_week = (start + timedelta(days=7)).strftime("%Y-%m-%d")
+        if name is not None:
+            raise Conflict(f"{name} reached their weekly capacity.", code=ErrorCode.ASSIGN_WEEKLY_CAPACITY,
+                           params={"name": name, "max": profile.weekly_capacity})
+        raise Conflict("You reached your weekly capacity.", code=ErrorCode.AT_WEEKLY_CAPACITY,
+                       params={"max": profile.weekly_capacity, "retry_at": next_week})
 
 
 def _lease(*, task: Task, expert: User, now: datetime, timeout_s: int) -> Assignment:

@@ -149,6 +149,9 @@ class Project(models.Model):
         default=True, help_text=_("Tell the PMs of a drift alert or a fall in an expert's control accuracy."))
     alert_deadline_risk = models.BooleanField(
         default=True, help_text=_("Tell the PMs when the forecast finish passes the due date."))
+    # Set when a PM gives tasks a priority (`annotation.assignment.manual.tasks_set_priority`): only then
+    # does the claim look for the top priority first, so a project without priorities pays no query for it.
+    has_priorities = models.BooleanField(default=False)
     # Paused: no new leases, open ones can still be submitted. Closed: read-only (exports
     # and reports still work). Archived: a closed project hidden from the project lists.
     state = models.CharField(max_length=10, choices=ProjectState.choices, default=ProjectState.ACTIVE)

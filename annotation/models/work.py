@@ -5,6 +5,8 @@ from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
+PRIORITY_MAX = 100
+
 
 class Task(models.Model):
     """One response judged under one rubric version by `overlap` distinct experts.
@@ -35,6 +37,9 @@ class Task(models.Model):
     is_golden = models.BooleanField(default=False)
     # Slots added beyond the panel because a complete panel left an item tied (counted in `overlap`).
     extra_slots = models.PositiveSmallIntegerField(default=0)
+    # Set by a PM for urgent work: the claim draws the highest priority first, still at random
+    # among tasks of equal priority (`annotation.assignment.services`).
+    priority = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
 
@@ -48,12 +53,20 @@ class Task(models.Model):
             ),
             models.CheckConstraint(condition=Q(overlap__gte=1), name="task_overlap_positive"),
             models.CheckConstraint(condition=Q(extra_slots__lt=F("overlap")), name="task_extra_within_overlap"),
+            models.CheckConstraint(condition=Q(priority__lte=PRIORITY_MAX), name="task_priority_range"),
         ]
         indexes = [
             models.Index(
                 fields=["project", "rubric_version", "shuffle_key"],
                 condition=Q(status="open"),
                 name="task_open_ring_idx",
+            ),
+            # The claim's draw among the open tasks of the highest priority: the top priority is the
+            # first entry, and the ring walk within one priority is the same index range scan.
+            models.Index(
+                fields=["project", "rubric_version", "-priority", "shuffle_key"],
+                condition=Q(status="open"),
+                name="task_open_priority_ring_idx",
             ),
             models.Index(fields=["project", "status"], name="task_project_status_idx"),
         ]

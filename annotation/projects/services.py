@@ -60,7 +60,18 @@ def _overlap_apply_to_existing(*, project: Project, overlap: int) -> int:
     A full or complete task reopens: its counters stay exact (nothing is removed), and a
     completed task's consensus is written again when its extra experts have submitted.
     """
-    ids = tasks_lock(list(overlap_existing_tasks(project, overlap).values_list("pk", flat=True)))
+    return tasks_overlap_raise(task_ids=list(overlap_existing_tasks(project, overlap).values_list("pk", flat=True)),
+                               overlap=overlap)
+
+
+def tasks_overlap_raise(*, task_ids: list[int], overlap: int) -> int:
+    """Give the regular tasks `task_ids` whose panel is smaller than `overlap` that panel; returns how many.
+
+    Locks the tasks in pk order (after the project, when the caller holds it). A full or complete task
+    reopens: its counters stay exact (nothing is removed), and a completed task's consensus is written
+    again when its extra experts have submitted. Also the batch operation on a filtered set of tasks.
+    """
+    ids = tasks_lock(task_ids)
     # Extra experts drawn for ties stay on top of the raised panel.
     tasks = (Task.objects.filter(pk__in=ids, is_golden=False).alias(panel=F("overlap") - F("extra_slots"))
              .filter(panel__lt=overlap))

@@ -126,3 +126,41 @@ def test_two_experts_flagging_the_same_item_at_once_open_exactly_one_consultatio
 
     assert errors == []
     assert Consultation.objects.count() == 1
+
+
+def test_one_expert_claiming_from_many_tabs_at_once_never_holds_more_than_their_limit():
+    """A double click or two tabs: 8 threads of one expert (limit 1) claim at the same instant."""
+    from experts.models import ExpertProfile
+
+    project = make_project_with_tasks(n_questions=20, items_per_question=2)
+    expert = ExpertFactory()
+    project_add_member(project=project, user=expert)
+    ExpertProfile.objects.filter(user=expert).update(max_concurrent_leases=1)
+    start = threading.Barrier(8)
+    leases: list[int] = []
+    errors: list[Exception] = []
+
+    def claim() -> None:
+        try:
+            start.wait(timeout=30)
+            lease = assignment_claim_next(project=project, expert=expert, now=timezone.now())
+            if lease is not None:
+                leases.append(lease.pk)
+        except Exception as exc:  # collected and asserted on in the main thread
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    for _round in range(3):
+        Assignment.objects.filter(expert=expert).delete()
+        Task.objects.filter(project=project).update(live_count=0, status="open")
+        leases.clear()
+        threads = [threading.Thread(target=claim) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+
+        assert errors == []
+        assert Assignment.objects.filter(expert=expert, status="leased").count() == 1
+        assert len(set(leases)) == 1 and len(leases) == 8  # every tab got the same lease back

@@ -47,6 +47,7 @@ PARAMS |= {"deadline": "2026-12-08 10:00", "days": 7, "currency": "CNY"}  # appe
 PARAMS |= {"kind": "weather"}  # notification email preferences
 PARAMS |= {"key": "q1:2"}  # consultations
 PARAMS |= {"character": "U+0000"}  # input guard
+PARAMS |= {"task": 42}  # assignment by hand
 
 
 @pytest.mark.parametrize("code", [c for c in ErrorCode])

@@ -1,0 +1,1 @@
+"""The PM\x27s workload and deadlines page, and batch operations on a project."""

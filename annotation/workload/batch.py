@@ -1,0 +1,192 @@
+"""Batch operations of a PM on a project: a filtered set of tasks, or a set of experts, in one transaction.
+
+Each operation either completes or changes nothing: it runs in one transaction, and the first
+refusal (a task with regular work marked golden, an expert who is not in the project) rolls
+back what the operation did before it. The pages ask first (`core.confirm`) with the counts
+`batch_preview` gives, and report what was done after.
+
+Rejecting a set of submissions moves money too, so it lives in `payments.batch` (payments may
+import annotation, never the reverse).
+"""
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import Exists, OuterRef, QuerySet
+
+from annotation.assignment.manual import tasks_set_priority
+from annotation.lock_objects import expert_profile_lock, project_lock, tasks_lock
+from annotation.models import Assignment, Difficulty, ItemConsensus, Project, Task
+from annotation.models.project import OVERLAP
+from annotation.projects.rules import project_check_writable
+from annotation.projects.services import tasks_overlap_raise
+from annotation.quality.control import expert_resume
+from annotation.selectors import project_experts
+from core.error_codes import ErrorCode
+from core.errors import Conflict, DomainError, NotFound
+from experts.models import ExpertProfile, User
+from rubrics.models import Dimension
+
+logger = logging.getLogger(__name__)
+
+TASK_STATUSES = (Task.Status.OPEN, Task.Status.FULL, Task.Status.COMPLETE)
+
+
+@dataclass(frozen=True)
+class TaskFilter:
+    """Which tasks of the project a batch touches. Blank fields do not filter.
+
+    `split_dimension` keeps the tasks with at least one split item (the panel disagreed) of that
+    dimension code, the usual set whose overlap a PM raises.
+    """
+
+    status: str = ""
+    difficulty: str = ""
+    split_dimension: str = ""
+    golden: str = ""  # "yes", "no" or blank
+    task: str = ""  # one task id (an urgent task assigned by hand)
+
+    @classmethod
+    def from_data(cls, data) -> "TaskFilter":
+        def pick(name: str, allowed) -> str:
+            value = str(data.get(name, "") or "").strip()
+            return value if value in allowed else ""
+
+        return cls(status=pick("status", TASK_STATUSES), difficulty=pick("difficulty", Difficulty.values),
+                   split_dimension=pick("split_dimension", set(Dimension.objects.values_list("code", flat=True))),
+                   golden=pick("golden", ("yes", "no")),
+                   task=task if (task := str(data.get("task", "") or "").strip()).isdigit() else "")
+
+    def as_fields(self) -> dict[str, str]:
+        return {"status": self.status, "difficulty": self.difficulty, "split_dimension": self.split_dimension,
+                "golden": self.golden, "task": self.task}
+
+
+def tasks_filtered(project: Project, task_filter: TaskFilter) -> QuerySet[Task]:
+    """The project's tasks (superseded ones left out) the filter keeps, in pk order."""
+    qs = Task.objects.filter(project=project).exclude(status=Task.Status.SUPERSEDED)
+    if task_filter.status:
+        qs = qs.filter(status=task_filter.status)
+    if task_filter.difficulty:
+        qs = qs.filter(response__question__difficulty=task_filter.difficulty)
+    if task_filter.golden:
+        qs = qs.filter(is_golden=task_filter.golden == "yes")
+    if task_filter.task:
+        qs = qs.filter(pk=int(task_filter.task))
+    if task_filter.split_dimension:
+        split = ItemConsensus.objects.filter(task=OuterRef("pk"), zone=ItemConsensus.Zone.SPLIT,
+                                             rubric_item__dimension__code=task_filter.split_dimension)
+        qs = qs.filter(Exists(split))
+    return qs.order_by("pk")
+
+
+def _with_work(task_ids: list[int]) -> QuerySet[Task]:
+    work = Assignment.objects.filter(task=OuterRef("pk"), kind=Assignment.Kind.WORK)
+    return Task.objects.filter(pk__in=task_ids).filter(Exists(work)).order_by("pk")
+
+
+@dataclass(frozen=True)
+class TaskPreview:
+    """What an operation on the filtered tasks would touch."""
+
+    tasks: int
+    with_work: int  # tasks holding regular work: marking golden refuses them
+    golden: int
+
+
+def tasks_preview(project: Project, task_filter: TaskFilter) -> TaskPreview:
+    ids = list(tasks_filtered(project, task_filter).values_list("pk", flat=True))
+    return TaskPreview(tasks=len(ids), with_work=_with_work(ids).count(),
+                       golden=Task.objects.filter(pk__in=ids, is_golden=True).count())
+
+
+def batch_mark_golden(*, project: Project, task_filter: TaskFilter, by: User | None) -> int:
+    """Mark the filtered tasks golden; returns how many changed.
+
+    Refused, changing nothing, when any of them holds regular work (a lease or a submission by
+    an expert): golden tasks are for calibration and silent controls, whose references must not
+    mix with work an expert did as regular work.
+    """
+    with transaction.atomic():
+        project = project_lock(project.pk)
+        project_check_writable(project)
+        ids = tasks_lock(list(tasks_filtered(project, task_filter).values_list("pk", flat=True)))
+        if not ids:
+            raise DomainError("No task matches.", code=ErrorCode.ASSIGN_NO_TASKS)
+        changed = 0
+        for task_id in ids:
+            if _with_work([task_id]).exists():
+                raise Conflict(f"Task {task_id} holds regular work.", code=ErrorCode.BATCH_GOLDEN_HAS_WORK,
+                               params={"task": task_id})
+            changed += Task.objects.filter(pk=task_id, is_golden=False).update(is_golden=True)
+    logger.info("batch mark golden", extra={"project_id": project.pk, "by": by.pk if by else None, "tasks": changed})
+    return changed
+
+
+def batch_raise_overlap(*, project: Project, task_filter: TaskFilter, overlap, by: User | None) -> int:
+    """Raise the panel of the filtered regular tasks to `overlap` (1..9), reopening full or complete
+    ones, through the same mechanism as the project's settings; returns how many tasks changed."""
+    try:
+        value = int(str(overlap).strip())
+    except (TypeError, ValueError):
+        value = 0
+    if not OVERLAP.contains(value):
+        params = {"low": OVERLAP.low, "high": OVERLAP.high}
+        raise DomainError("Overlap out of range.", code=ErrorCode.BATCH_OVERLAP_RANGE, params=params)
+    with transaction.atomic():
+        project = project_lock(project.pk)
+        project_check_writable(project)
+        ids = list(tasks_filtered(project, task_filter).values_list("pk", flat=True))
+        if not ids:
+            raise DomainError("No task matches.", code=ErrorCode.ASSIGN_NO_TASKS)
+        changed = tasks_overlap_raise(task_ids=ids, overlap=value)
+    logger.info("batch raise overlap", extra={"project_id": project.pk, "by": by.pk if by else None,
+                                              "tasks": changed, "overlap": value})
+    return changed
+
+
+def batch_set_priority(*, project: Project, task_filter: TaskFilter, priority, by: User | None) -> int:
+    """Give the filtered tasks one priority (`tasks_set_priority`); returns how many changed."""
+    ids = list(tasks_filtered(project, task_filter).values_list("pk", flat=True))
+    return tasks_set_priority(project=project, task_ids=ids, priority=priority, by=by)
+
+
+def experts_of_project(project: Project, user_ids) -> list[User]:
+    """The project's experts among `user_ids`, in id order; NotFound when any id is not one of them."""
+    try:
+        ids = sorted({int(u) for u in user_ids})
+    except (TypeError, ValueError):
+        raise NotFound("No such expert in this project.") from None
+    if not ids:
+        raise DomainError("Name at least one expert.", code=ErrorCode.ASSIGN_NO_EXPERTS)
+    experts = list(project_experts(project).filter(pk__in=ids).order_by("pk"))
+    if len(experts) != len(ids):
+        raise NotFound("No such expert in this project.")
+    return experts
+
+
+def batch_experts_pause(*, project: Project, user_ids, pause: bool, by: User, now: datetime) -> int:
+    """Pause (no new leases anywhere; open leases stay theirs until handed over) or resume the
+    project's experts `user_ids`; returns how many changed. Profiles are locked in user-id order."""
+    with transaction.atomic():
+        experts = experts_of_project(project, user_ids)
+        changed = 0
+        for expert in experts:
+            if not pause:
+                before = ExpertProfile.objects.filter(user=expert).values_list("status", flat=True).first()
+                expert_resume(project=project, expert_id=expert.pk, now=now, by=by)
+                changed += before == ExpertProfile.Status.PAUSED
+                continue
+            profile = expert_profile_lock(expert.pk)
+            if profile is None:
+                raise NotFound("No such expert in this project.")
+            if profile.status != ExpertProfile.Status.PAUSED:
+                profile.status = ExpertProfile.Status.PAUSED
+                profile.status_reason = f"Paused by {by.username} in project {project.pk}."
+                profile.status_changed_at = now
+                profile.save(update_fields=["status", "status_reason", "status_changed_at"])
+                changed += 1
+    logger.info("batch experts pause", extra={"project_id": project.pk, "by": by.pk, "pause": pause,
+                                              "changed": changed})
+    return changed

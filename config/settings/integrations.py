@@ -79,3 +79,8 @@ SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 # and how long a pending email waits before the sweep sends it again.
 RUBRICA_NOTIFICATION_EMAIL_MAX_ATTEMPTS = env_int("RUBRICA_NOTIFICATION_EMAIL_MAX_ATTEMPTS", 20)
 RUBRICA_NOTIFICATION_EMAIL_RETRY_AFTER_S = env_int("RUBRICA_NOTIFICATION_EMAIL_RETRY_AFTER_S", 300)
+
+# Outbound requests to URLs users set (webhooks; core.outbound): hosts an admin allows by name,
+# comma-separated. They may use http:// and resolve to any address (tests name a loopback server);
+# every other host must be https:// and resolve only to public addresses.
+RUBRICA_OUTBOUND_ALLOWED_HOSTS = env_list("RUBRICA_OUTBOUND_ALLOWED_HOSTS", "")

@@ -23,4 +23,6 @@ urlpatterns = [
     path("", include("annotation.roster.urls")),
     path("", include("annotation.library.urls")),
     path("", include("annotation.consultations.urls")),
+    path("", include("annotation.webhooks.urls")),
+    path("", include("annotation.audit.urls")),
 ]

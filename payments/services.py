@@ -22,8 +22,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation import permissions as annotation_permissions
-from annotation.models import Assignment, Project
+from annotation.models import Assignment, Project, WebhookEvent
 from annotation.submission.rejection import submission_reject_labels
+from annotation.webhooks.services import webhook_emit
 from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError, NotFound
 from experts.models import User
@@ -111,6 +112,11 @@ def statement_settle_period(*, period_id: int, now: datetime, actor: User | None
         period.closed_by = actor
         period.save(update_fields=["ends_at", "status", "closed_at", "closed_by"])
         _statements_notify(period=period, statements=statements, now=now)
+        if statements:
+            webhook_emit(project_id=project_id, event=WebhookEvent.STATEMENT_ISSUED, now=now,
+                         data={"period_id": period.pk, "payout_batch_id": batch.pk,
+                               "statement_ids": [s.pk for s in statements], "currency": batch.currency,
+                               "total_payable": str(batch.total)})
     logger.info("period settled", extra={"period_id": period.pk, "statements": len(statements),
                                          "total": str(batch.total)})
     return Settlement(period=period, statements=statements, batch=batch, created=True)

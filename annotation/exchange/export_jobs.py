@@ -31,8 +31,9 @@ from annotation.exchange.snapshot import (
     export_progress_get,
     export_progress_set,
 )
-from annotation.models import ExportJob, Project
+from annotation.models import ExportJob, Project, WebhookEvent
 from annotation.selectors import project_get_for_user
+from annotation.webhooks.services import webhook_emit
 from core.after_commit import task_send_on_commit
 from core.error_codes import ErrorCode
 from core.errors import DomainError, NotFound
@@ -135,9 +136,14 @@ def export_job_build(*, job_id: int) -> ExportJob | None:
         export_progress_clear(job.pk)
         logger.exception("export job failed", extra={"job_id": job.pk})
         raise
-    ExportJob.objects.filter(pk=job.pk).update(status=ExportJob.Status.DONE, progress_done=total,
-                                               row_count=counted[0] if counted else 0, file_path=str(target),
-                                               db_snapshot=snapshot, finished_at=timezone.now())
+    finished_at = timezone.now()
+    with transaction.atomic():
+        ExportJob.objects.filter(pk=job.pk).update(status=ExportJob.Status.DONE, progress_done=total,
+                                                   row_count=counted[0] if counted else 0, file_path=str(target),
+                                                   db_snapshot=snapshot, finished_at=finished_at)
+        webhook_emit(project_id=job.project_id, event=WebhookEvent.EXPORT_READY, now=finished_at,
+                     data={"export_job_id": job.pk, "snapshot_id": str(job.snapshot_id), "format": job.fmt,
+                           "rows": counted[0] if counted else 0, "expires_at": job.expires_at.isoformat()})
     export_progress_clear(job.pk)
     logger.info("export job built", extra={"job_id": job.pk, "rows": counted[0] if counted else 0})
     job.refresh_from_db()

@@ -1,4 +1,5 @@
 """Annotation models, split by sub-domain; import them from here."""
+from .audit import AuditAction, AuditEntry
 from .consultations import (
     Adjudication,
     Consultation,
@@ -15,9 +16,16 @@ from .project import Difficulty, Project, ProjectSettingChange, ProjectState, Qu
 from .quality import CalibrationAnswer, CalibrationAttempt, CalibrationTask, ControlResult, GoldenReference
 from .roster import Invitation, MembershipEvent
 from .skips import CalibrationDraft, TaskSkip
+from .webhooks import WebhookAttempt, WebhookEndpoint, WebhookEvent, WebhookMessage
 from .work import Assignment, Draft, IdempotencyRecord, ItemConsensus, Label, Task
 
 __all__ = [
+    "AuditAction",
+    "AuditEntry",
+    "WebhookAttempt",
+    "WebhookEndpoint",
+    "WebhookEvent",
+    "WebhookMessage",
     "Adjudication",
     "Consultation",
     "ConsultationParticipant",

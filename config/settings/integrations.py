@@ -84,3 +84,9 @@ RUBRICA_NOTIFICATION_EMAIL_RETRY_AFTER_S = env_int("RUBRICA_NOTIFICATION_EMAIL_R
 # comma-separated. They may use http:// and resolve to any address (tests name a loopback server);
 # every other host must be https:// and resolve only to public addresses.
 RUBRICA_OUTBOUND_ALLOWED_HOSTS = env_list("RUBRICA_OUTBOUND_ALLOWED_HOSTS", "")
+
+# Webhooks: per-attempt timeout, attempts before a message is given up, backoff between attempts.
+RUBRICA_WEBHOOK_TIMEOUT_S = float(env_str("RUBRICA_WEBHOOK_TIMEOUT_S", "10"))
+RUBRICA_WEBHOOK_MAX_ATTEMPTS = env_int("RUBRICA_WEBHOOK_MAX_ATTEMPTS", 6)
+RUBRICA_WEBHOOK_BACKOFF_BASE_S = float(env_str("RUBRICA_WEBHOOK_BACKOFF_BASE_S", "30"))
+RUBRICA_WEBHOOK_BACKOFF_MAX_S = float(env_str("RUBRICA_WEBHOOK_BACKOFF_MAX_S", "3600"))

@@ -124,6 +124,9 @@ def url_check(url: str) -> httpx.URL:
     allowed = host in _allowed_hosts()
     if parsed.scheme != "https" and not allowed:
         raise OutboundRefused("Only https:// URLs are allowed.")
+    if not allowed and (host.rstrip(".") == "localhost" or host.rstrip(".").endswith(".localhost")):
+        # RFC 6761: these names are loopback wherever they resolve; no need to ask DNS.
+        raise OutboundRefused(f"The host {host} is this machine.")
     try:
         literal = ipaddress.ip_address(host)
     except ValueError:
@@ -172,7 +175,7 @@ def _read_capped(response: httpx.Response, limit: int) -> bytes:
 
 def outbound_request(method: str, url: str, *, headers: Mapping[str, str] | None = None,
                      content: bytes | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
-                     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, resolve: Resolver = _system_resolve,
+                     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, resolve: Resolver | None = None,
                      transport: httpx.BaseTransport | None = None) -> OutboundResponse:
     """Send one request to `url` through the guard; OutboundRefused before anything is sent to a
     target the server may not reach, OutboundError for a failure on the way.
@@ -187,7 +190,7 @@ def outbound_request(method: str, url: str, *, headers: Mapping[str, str] | None
     deadline = time.monotonic() + timeout_s * 3
     with httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False, transport=transport) as client:
         for hop in hops:
-            target = _vet(current, resolve)
+            target = _vet(current, resolve or _system_resolve)
             if time.monotonic() > deadline:
                 raise OutboundError("The target took too long to answer.", error_class="timeout")
             request = _pinned_request(client, method=method, target=target, headers=base_headers, content=content)

@@ -7,7 +7,8 @@ it lists only entries of that project.
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
@@ -20,7 +21,7 @@ from experts.models import User
 PAGE = "annotation/audit/audit.html"
 
 
-def _answer(request: HttpRequest, *, project: Project | None, filename: str) -> HttpResponse:
+def _answer(request: HttpRequest, *, project: Project | None, filename: str) -> HttpResponseBase:
     filters = audit_filters_parse(request.GET)
     entries = audit_entries(filters, project=project)
     if request.GET.get("format") == "csv":
@@ -39,7 +40,7 @@ def _answer(request: HttpRequest, *, project: Project | None, filename: str) -> 
 
 @login_required
 @require_GET
-def audit_log(request: HttpRequest) -> HttpResponse:
+def audit_log(request: HttpRequest) -> HttpResponseBase:
     """Every project's entries, for platform admins: filter by project, user, action and dates; CSV."""
     if not (isinstance(request.user, User) and request.user.is_platform_admin):
         raise Http404
@@ -48,7 +49,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def project_audit(request: HttpRequest, project_id: int) -> HttpResponse:
+def project_audit(request: HttpRequest, project_id: int) -> HttpResponseBase:
     """One project's entries, for its PM (and admins)."""
     assert isinstance(request.user, User)
     project = project_get_for_user(request.user, project_id, manage=True)

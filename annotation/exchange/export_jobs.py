@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.audit.services import audit_record
 from annotation.exchange.export import ExportFilters, export_tasks
 from annotation.exchange.export_formats import FORMATS, dataset_export, export_format_check
 from annotation.exchange.snapshot import (
@@ -31,7 +32,7 @@ from annotation.exchange.snapshot import (
     export_progress_get,
     export_progress_set,
 )
-from annotation.models import ExportJob, Project, WebhookEvent
+from annotation.models import AuditAction, ExportJob, Project, WebhookEvent
 from annotation.selectors import project_get_for_user
 from annotation.webhooks.services import webhook_emit
 from core.after_commit import task_send_on_commit
@@ -59,6 +60,8 @@ def export_job_create(*, project: Project, owner: User, fmt: str, filters: Expor
             project=project, owner=owner, fmt=fmt, filters=filters.as_json(), delivery=ExportJob.Delivery.FILE,
             progress_total=export_tasks(project=project, filters=filters).count(), created_at=now,
             expires_at=now + timedelta(hours=settings.RUBRICA_EXPORT_TTL_HOURS))
+        audit_record(actor=owner, action=AuditAction.EXPORT, project_id=project.pk, objects=[job], now=now,
+                     details={"format": fmt, "delivery": job.delivery, "filters": job.filters})
         task_send_on_commit(EXPORT_BUILD, job_id=job.pk)
     logger.info("export job queued", extra={"job_id": job.pk, "project_id": project.pk, "format": fmt})
     return job
@@ -80,9 +83,12 @@ def export_stream_start(*, project: Project, owner: User, fmt: str, filters: Exp
     client went away, an error), the record says so instead of staying "running".
     """
     export_format_check(fmt=fmt)
-    job = ExportJob.objects.create(
-        project=project, owner=owner, fmt=fmt, filters=filters.as_json(), delivery=ExportJob.Delivery.STREAM,
-        status=ExportJob.Status.RUNNING, created_at=now, started_at=now, expires_at=now)
+    with transaction.atomic():
+        job = ExportJob.objects.create(
+            project=project, owner=owner, fmt=fmt, filters=filters.as_json(), delivery=ExportJob.Delivery.STREAM,
+            status=ExportJob.Status.RUNNING, created_at=now, started_at=now, expires_at=now)
+        audit_record(actor=owner, action=AuditAction.EXPORT, project_id=project.pk, objects=[job], now=now,
+                     details={"format": fmt, "delivery": job.delivery, "filters": job.filters})
 
     def chunks() -> Iterator[bytes]:
         counted: list[int] = []

@@ -4,6 +4,7 @@ The admin page answers 404 to anyone but a platform admin; the project page goes
 through `project_get_for_user(manage=True)`, so another project's PM gets 404 too, and
 it lists only entries of that project.
 """
+import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -21,6 +22,11 @@ from experts.models import User
 PAGE = "annotation/audit/audit.html"
 
 
+def _shown(value: Any) -> str:
+    """A detail as a reader expects it: text as is, numbers and lists and objects as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 def _answer(request: HttpRequest, *, project: Project | None, filename: str) -> HttpResponseBase:
     filters = audit_filters_parse(request.GET)
     entries = audit_entries(filters, project=project)
@@ -29,6 +35,8 @@ def _answer(request: HttpRequest, *, project: Project | None, filename: str) -> 
         response["Content-Disposition"] = f'attachment; filename="{filename}-{timezone.now():%Y%m%d-%H%M}.csv"'
         return response
     rows: list[AuditEntry] = list(entries[:PAGE_LIMIT])
+    for row in rows:
+        row.details_shown = [(key, _shown(value)) for key, value in row.details.items()]  # type: ignore[attr-defined]
     context: dict[str, Any] = {
         "project": project, "entries": rows, "limit": PAGE_LIMIT, "actions": AuditAction.choices,
         "filters": filters, "query": request.GET.urlencode(),

@@ -30,6 +30,7 @@ from experts.models import User
 
 PAGE = "annotation/webhooks/webhooks.html"
 UNPROCESSABLE = 422
+SECRET_KEY = "webhook_secret_once"
 
 
 def _page(request: HttpRequest, project: Project, *, status: int = 200, **extra: Any) -> HttpResponse:
@@ -50,7 +51,10 @@ def webhooks(request: HttpRequest, project_id: int) -> HttpResponse:
     assert isinstance(request.user, User)
     project = project_get_for_user(request.user, project_id, manage=True)
     if request.method == "GET":
-        return _page(request, project)
+        # Shown on the first page after the creation and never again (popped from the session).
+        shown = request.session.pop(SECRET_KEY, None)
+        created = shown if isinstance(shown, dict) and shown.get("project") == project.pk else None
+        return _page(request, project, created=created)
     url, events = request.POST.get("url", ""), request.POST.getlist("events")
     try:
         created = webhook_endpoint_create(project=project, url=url, events=events, by=request.user,
@@ -59,7 +63,9 @@ def webhooks(request: HttpRequest, project_id: int) -> HttpResponse:
         errors = {str(e.get("field")): str(e.get("message", "")) for e in exc.errors}
         return _page(request, project, status=UNPROCESSABLE, error=error_message(exc), errors=errors,
                      posted={"url": url, "events": events})
-    return _page(request, project, created=created)
+    # Redirect after the post, so that reloading the page does not register the endpoint twice.
+    request.session[SECRET_KEY] = {"project": project.pk, "endpoint": created.endpoint.pk, "secret": created.secret}
+    return redirect("webhooks", project.pk)
 
 
 @login_required

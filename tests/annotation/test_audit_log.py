@@ -51,7 +51,8 @@ def project(pm):
 
 def _submit(expert, project, value=1):
     lease = assignment_claim_next(project=project, expert=expert, now=timezone.now())
-    labels = {i.item_key: (value if isinstance(value, int) else value[i.position]) for i in rubric_items_for_task(lease.task)}
+    items = rubric_items_for_task(lease.task)
+    labels = {i.item_key: (value if isinstance(value, int) else value[i.position]) for i in items}
     labels_submit(expert=expert, assignment_id=lease.pk, labels=labels, now=timezone.now())
     return lease
 

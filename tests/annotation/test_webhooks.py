@@ -69,7 +69,7 @@ def test_a_completed_task_reaches_the_endpoint_signed_with_its_secret(project, p
         task = _complete_the_task(project)
 
     events = {}
-    for method, path, headers, body in receiver.received:
+    for _, _, headers, body in receiver.received:
         expected = webhook_signature(secret=created.secret, timestamp=headers["X-Rubrica-Timestamp"], body=body)
         assert hmac.compare_digest(headers["X-Rubrica-Signature"], expected)
         mac = hmac.new(created.secret.encode(), headers["X-Rubrica-Timestamp"].encode() + b"." + body, hashlib.sha256)
@@ -142,7 +142,8 @@ def test_a_name_resolving_to_loopback_is_refused_at_delivery_and_nothing_is_sent
                                               events=["export.ready"],
                                               secret_encrypted=_endpoint(project, pm, "https://x.example/").endpoint
                                               .secret_encrypted, created_by=pm, created_at=timezone.now())
-    message = WebhookMessage.objects.create(endpoint=endpoint, event="export.ready", payload={}, created_at=timezone.now())
+    message = WebhookMessage.objects.create(endpoint=endpoint, event="export.ready", payload={},
+                                            created_at=timezone.now())
 
     with mock.patch("core.outbound._system_resolve", return_value=["127.0.0.1"]):
         webhook_deliver(message_id=message.pk)

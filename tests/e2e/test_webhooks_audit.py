@@ -36,7 +36,8 @@ def _fits(page, width: int) -> None:
 def test_a_pm_registers_a_webhook_sees_the_delivery_and_the_audit_log(page, live_server, receiver, settings,
                                                                       artifacts):
     settings.RUBRICA_OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
-    pm, admin = PMFactory(username="zhou.pm"), AdminFactory(username="root.admin")
+    pm = PMFactory(username="zhou.pm")
+    AdminFactory(username="root.admin")
     project = build_counselling_project(pm=pm)
     project_add_member(project=project, user=pm)
     sign_in(page, live_server.url, "zhou.pm")

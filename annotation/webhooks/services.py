@@ -37,6 +37,7 @@ from annotation.models import (
     WebhookMessage,
 )
 from core.after_commit import task_send, task_send_on_commit
+from core.error_codes import ErrorCode
 from core.errors import DomainError, NotFound
 from core.outbound import OutboundError, OutboundRefused, outbound_request, url_check
 from experts.models import User
@@ -75,8 +76,9 @@ class CreatedEndpoint:
     secret: str  # shown once, on the page that created it
 
 
-def _bad(field: str, message: str, code: str) -> DomainError:
-    return DomainError(message, code="invalid_webhook", errors=[{"field": field, "message": message, "code": code}])
+def _bad(field: str, message: str, code: ErrorCode, params: dict[str, Any] | None = None) -> DomainError:
+    error = {"field": field, "message": message, "code": code, "params": params or {}}
+    return DomainError(f"{field}: {message}", code=ErrorCode.INVALID_WEBHOOK, errors=[error])
 
 
 def webhook_endpoint_create(*, project: Project, url: object, events: object, by: User,
@@ -88,15 +90,16 @@ def webhook_endpoint_create(*, project: Project, url: object, events: object, by
     """
     text = str(url or "").strip()
     if not text or len(text) > URL_MAX:
-        raise _bad("url", f"Give the endpoint's URL (at most {URL_MAX} characters).", "url_invalid")
+        raise _bad("url", f"Give the endpoint's URL (at most {URL_MAX} characters).", ErrorCode.WEBHOOK_URL_INVALID,
+                   {"limit": URL_MAX})
     try:
         url_check(text)
     except OutboundRefused as exc:
-        raise _bad("url", str(exc), "url_refused") from None
+        raise _bad("url", str(exc), ErrorCode.WEBHOOK_URL_REFUSED) from None
     chosen = [str(e) for e in events] if isinstance(events, (list, tuple)) else []
     valid = set(WebhookEvent.values)
     if not chosen or set(chosen) - valid:
-        raise _bad("events", "Choose at least one of the listed events.", "events_invalid")
+        raise _bad("events", "Choose at least one of the listed events.", ErrorCode.WEBHOOK_EVENTS_INVALID)
     secret = "whsec_" + secrets.token_urlsafe(32)
     with transaction.atomic():
         endpoint = WebhookEndpoint.objects.create(

@@ -24,7 +24,7 @@ from annotation.webhooks.selectors import (
 )
 from annotation.webhooks.services import webhook_endpoint_create, webhook_endpoint_disable, webhook_resend
 from core.confirm import Confirmation, confirmation_given, confirmation_page
-from core.errors import DomainError, error_message
+from core.errors import DomainError, error_message, field_error_message
 from core.pages import render_page
 from experts.models import User
 
@@ -47,24 +47,26 @@ def _page(request: HttpRequest, project: Project, *, status: int = 200, **extra:
 @login_required
 @require_http_methods(["GET", "POST"])
 def webhooks(request: HttpRequest, project_id: int) -> HttpResponse:
-    """GET: the page. POST: register an endpoint and show its secret once, on this answer only."""
+    """GET: the page. POST: register an endpoint; the page after the redirect shows its secret, once."""
     assert isinstance(request.user, User)
     project = project_get_for_user(request.user, project_id, manage=True)
     if request.method == "GET":
         # Shown on the first page after the creation and never again (popped from the session).
-        shown = request.session.pop(SECRET_KEY, None)
-        created = shown if isinstance(shown, dict) and shown.get("project") == project.pk else None
-        return _page(request, project, created=created)
+        shown = request.session.get(SECRET_KEY)
+        if not (isinstance(shown, dict) and shown.get("project") == project.pk):
+            return _page(request, project)
+        del request.session[SECRET_KEY]
+        return _page(request, project, created=shown)
     url, events = request.POST.get("url", ""), request.POST.getlist("events")
     try:
-        created = webhook_endpoint_create(project=project, url=url, events=events, by=request.user,
+        result = webhook_endpoint_create(project=project, url=url, events=events, by=request.user,
                                           now=timezone.now())
     except DomainError as exc:
-        errors = {str(e.get("field")): str(e.get("message", "")) for e in exc.errors}
+        errors = {str(e.get("field")): field_error_message(e) for e in exc.errors}
         return _page(request, project, status=UNPROCESSABLE, error=error_message(exc), errors=errors,
                      posted={"url": url, "events": events})
     # Redirect after the post, so that reloading the page does not register the endpoint twice.
-    request.session[SECRET_KEY] = {"project": project.pk, "endpoint": created.endpoint.pk, "secret": created.secret}
+    request.session[SECRET_KEY] = {"project": project.pk, "endpoint": result.endpoint.pk, "secret": result.secret}
     return redirect("webhooks", project.pk)
 
 

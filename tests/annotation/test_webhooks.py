@@ -195,6 +195,7 @@ def test_a_bad_url_on_the_page_answers_422_and_writes_nothing(client, project, p
     response = client.post(reverse("webhooks", args=[project.pk]), {"url": "ftp://x", "events": ["task.completed"]})
 
     assert response.status_code == 422
+    assert "此 URL 不可用" in response.content.decode()
     assert not WebhookEndpoint.objects.exists()
 
 

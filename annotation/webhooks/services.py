@@ -19,12 +19,13 @@ import logging
 import secrets
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from annotation.audit.services import audit_record
@@ -46,6 +47,8 @@ logger = logging.getLogger(__name__)
 
 WEBHOOK_DELIVER = "annotation.webhook_deliver"
 URL_MAX = 500
+SWEEP_MARGIN_S = 600
+SWEEP_BATCH = 500
 # Errors that waiting will not heal: the message fails at once (a resend tries again).
 FINAL_ERRORS = frozenset({"refused", "disabled", "secret_unreadable"})
 _PURPOSE = b"rubrica.webhooks.secret:"
@@ -227,3 +230,23 @@ def webhook_resend(*, project: Project, message_id: object, by: User, now: datet
                          details={"event": message.event}, now=now)
             task_send_on_commit(WEBHOOK_DELIVER, message_id=message.pk)
     return message
+
+
+def webhooks_sweep(*, now: datetime) -> int:
+    """Queue again the pending messages nobody is working on: a worker that died between an attempt
+    and queueing the next one, or a broker that lost the task. Returns how many were queued.
+
+    A message counts as lost when neither it nor its last attempt moved for longer than the
+    longest backoff plus a margin; a message being delivered right now holds its row lock
+    and is skipped, and a duplicate task finds the message delivered or simply tries once more.
+    """
+    stale = now - timedelta(seconds=settings.RUBRICA_WEBHOOK_BACKOFF_MAX_S + SWEEP_MARGIN_S)
+    lost = (WebhookMessage.objects.filter(status=WebhookMessage.Status.PENDING, created_at__lt=stale)
+            .annotate(last_at=Max("attempts__at")).filter(Q(last_at__isnull=True) | Q(last_at__lt=stale))
+            .values_list("pk", flat=True)[:SWEEP_BATCH])
+    ids = list(lost)
+    for message_id in ids:
+        task_send(WEBHOOK_DELIVER, message_id=message_id)
+    if ids:
+        logger.warning("webhook messages queued again", extra={"count": len(ids)})
+    return len(ids)

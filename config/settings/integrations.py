@@ -25,6 +25,8 @@ CELERY_BEAT_SCHEDULE = {
     "payments-settle-due-periods": {"task": "payments.periods_settle_due", "schedule": 600.0},
     # Exports: delete expired files, mark failed what stopped without saying so.
     "exports-sweep": {"task": "annotation.exports_sweep", "schedule": 900.0},
+    # Webhook messages whose delivery chain a dead worker or a lost task broke.
+    "webhooks-sweep": {"task": "annotation.webhooks_sweep", "schedule": 600.0},
     # Notification emails a lost task or a mail server outage left pending.
     "experts-notification-emails-sweep": {"task": "experts.notification_emails_sweep", "schedule": 300.0},
 }

@@ -311,3 +311,12 @@ def test_a_csv_cell_that_looks_like_a_formula_is_defused(client):
     exported = b"".join(client.get(reverse("audit_log"), {"format": "csv"}).streaming_content).decode("utf-8-sig")
 
     assert "'=cmd" in exported
+
+
+def test_the_audit_page_reads_in_a_fixed_number_of_queries(client, pm, project, django_assert_max_num_queries):
+    for n in range(30):
+        audit_record(actor=pm, action="export", project_id=project.pk, details={"n": n})
+    client.force_login(pm)
+
+    with django_assert_max_num_queries(10):
+        assert client.get(reverse("project_audit", args=[project.pk])).status_code == 200

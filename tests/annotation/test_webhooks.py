@@ -3,6 +3,7 @@ logged per attempt, refused targets get nothing, and another project's PM reache
 import hashlib
 import hmac
 import json
+from datetime import timedelta
 from unittest import mock
 
 import pytest
@@ -21,6 +22,7 @@ from annotation.webhooks.services import (
     webhook_endpoint_create,
     webhook_resend,
     webhook_signature,
+    webhooks_sweep,
 )
 from core.errors import DomainError, NotFound
 from tests.factories import ExpertFactory, PMFactory, make_project_with_tasks
@@ -256,3 +258,32 @@ def test_the_delivery_log_page_shows_each_attempt_and_the_fragment_alone(client,
 
     assert "HTTP 502" in page.content.decode()
     assert "HTTP 502" in fragment.content.decode() and "<html" not in fragment.content.decode()
+
+
+@LOOPBACK_ALLOWED
+def test_the_sweep_queues_again_a_pending_message_whose_chain_was_lost_and_leaves_fresh_ones(project, pm, receiver):
+    endpoint = _endpoint(project, pm, receiver.url(), events=[WebhookEvent.EXPORT_READY]).endpoint
+    old = timezone.now() - timedelta(days=1)
+    lost = WebhookMessage.objects.create(endpoint=endpoint, event="export.ready", payload={"n": 1}, created_at=old)
+    fresh = WebhookMessage.objects.create(endpoint=endpoint, event="export.ready", payload={"n": 2},
+                                          created_at=timezone.now())
+
+    assert webhooks_sweep(now=timezone.now()) == 1
+
+    lost.refresh_from_db()
+    fresh.refresh_from_db()
+    assert (lost.status, fresh.status) == ("delivered", "pending")
+    assert len(receiver.received) == 1
+
+
+def test_the_webhook_page_reads_in_a_fixed_number_of_queries(client, project, pm, django_assert_max_num_queries):
+    endpoint = _endpoint(project, pm, "https://hooks.example.com/in").endpoint
+    for n in range(20):
+        message = WebhookMessage.objects.create(endpoint=endpoint, event="task.completed", payload={"n": n},
+                                                status="failed", attempt_count=1, created_at=timezone.now())
+        WebhookAttempt.objects.create(message=message, number=1, at=timezone.now(), status_code=500,
+                                      error_class="http_status", duration_ms=3)
+    client.force_login(pm)
+
+    with django_assert_max_num_queries(12):
+        assert client.get(reverse("webhooks", args=[project.pk])).status_code == 200

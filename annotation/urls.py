@@ -25,4 +25,6 @@ urlpatterns = [
     path("", include("annotation.consultations.urls")),
     path("", include("annotation.review.urls")),
     path("", include("annotation.workload.urls")),
+    path("", include("annotation.webhooks.urls")),
+    path("", include("annotation.audit.urls")),
 ]

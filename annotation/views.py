@@ -348,10 +348,11 @@ def project_import(request: HttpRequest, project_id: int, kind: str) -> HttpResp
         try:
             data = upload_read(upload)
             if kind == "questions":
-                result = questions_import(project=project, data=data, now=timezone.now())
+                result = questions_import(project=project, data=data, now=timezone.now(), by=request.user)
             else:
                 model = request.POST.get("model", "").strip() or None
-                result = responses_import(project=project, data=data, model=model, now=timezone.now())
+                result = responses_import(project=project, data=data, model=model, now=timezone.now(),
+                                          by=request.user)
             outcome["result"] = result
         except DomainError as exc:
             outcome["error"] = error_message(exc)

@@ -141,6 +141,14 @@ class ErrorCode(models.TextChoices):
     NO_REFERENCES = "no_references", _("This calibration has no reference labels to score against.")
     INVALID_SETTINGS = "invalid_settings", _("Some settings are out of range; nothing was changed.")
 
+    # Webhooks.
+    INVALID_WEBHOOK = "invalid_webhook", _("The endpoint was not registered; check the fields marked below.")
+    WEBHOOK_URL_INVALID = "webhook_url_invalid", _("Give the endpoint's URL (at most %(limit)s characters).")
+    WEBHOOK_URL_REFUSED = "webhook_url_refused", _(
+        "This URL is refused: it must start with https://, carry no user name or password, and not point "
+        "at this machine or a private, loopback or link-local address.")
+    WEBHOOK_EVENTS_INVALID = "webhook_events_invalid", _("Choose at least one of the listed events.")
+
     # Imports and exports.
     TOO_LARGE = "too_large", _("The file is %(size)s, over the import limit of %(limit)s; "
                                "split it into smaller files.")

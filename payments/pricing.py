@@ -18,7 +18,8 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from django.db import IntegrityError, transaction
 
-from annotation.models import Difficulty, Project
+from annotation.audit.services import audit_record
+from annotation.models import AuditAction, Difficulty, Project
 from annotation.rubric_editing.pricing import Cost
 from core.errors import Conflict, DomainError
 from experts.models import Tier, User
@@ -178,9 +179,13 @@ def price_rule_create(*, project: Project, difficulty: str, amount, effective_fr
     change = price_rule_clean(difficulty=difficulty, amount=amount, effective_from=effective_from, now=now)
     try:
         with transaction.atomic():
-            return PriceRule.objects.create(project=project, difficulty=change.key, amount=change.value,
+            rule = PriceRule.objects.create(project=project, difficulty=change.key, amount=change.value,
                                             currency=project_currency(project.pk),
                                             effective_from=change.effective_from, created_by=created_by)
+            audit_record(actor=created_by, action=AuditAction.PRICE_CHANGE, project_id=project.pk, objects=[rule],
+                         now=now, details={"difficulty": rule.difficulty, "amount": rule.amount,
+                                           "currency": rule.currency, "effective_from": rule.effective_from})
+            return rule
     except IntegrityError:
         raise Conflict("A price for this difficulty already starts at that instant.",
                        code="duplicate_rule") from None
@@ -192,8 +197,14 @@ def tier_multiplier_create(*, project: Project, tier: str, multiplier, effective
     change = tier_multiplier_clean(tier=tier, multiplier=multiplier, effective_from=effective_from, now=now)
     try:
         with transaction.atomic():
-            return TierMultiplier.objects.create(project=project, tier=change.key, multiplier=change.value,
-                                                 effective_from=change.effective_from, created_by=created_by)
+            multiplier_row = TierMultiplier.objects.create(project=project, tier=change.key, multiplier=change.value,
+                                                           effective_from=change.effective_from,
+                                                           created_by=created_by)
+            audit_record(actor=created_by, action=AuditAction.PRICE_CHANGE, project_id=project.pk, now=now,
+                         objects=[multiplier_row], details={"tier": multiplier_row.tier,
+                                                            "multiplier": multiplier_row.multiplier,
+                                                            "effective_from": multiplier_row.effective_from})
+            return multiplier_row
     except IntegrityError:
         raise Conflict("A multiplier for this tier already starts at that instant.",
                        code="duplicate_rule") from None

@@ -22,8 +22,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation import permissions as annotation_permissions
-from annotation.models import Assignment, Project
+from annotation.audit.services import audit_record
+from annotation.models import Assignment, AuditAction, Project, WebhookEvent
 from annotation.submission.rejection import submission_reject_labels
+from annotation.webhooks.services import webhook_emit
 from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError, NotFound
 from experts.models import User
@@ -110,7 +112,16 @@ def statement_settle_period(*, period_id: int, now: datetime, actor: User | None
         period.closed_at = now
         period.closed_by = actor
         period.save(update_fields=["ends_at", "status", "closed_at", "closed_by"])
+        # A settlement by the beat schedule has no actor; it is logged all the same.
+        audit_record(actor=actor, action=AuditAction.PERIOD_SETTLE, project_id=project_id, objects=[period], now=now,
+                     details={"statements": len(statements), "payout_batch_id": batch.pk, "total": batch.total,
+                              "currency": batch.currency, "close_early": close_early})
         _statements_notify(period=period, statements=statements, now=now)
+        if statements:
+            webhook_emit(project_id=project_id, event=WebhookEvent.STATEMENT_ISSUED, now=now,
+                         data={"period_id": period.pk, "payout_batch_id": batch.pk,
+                               "statement_ids": [s.pk for s in statements], "currency": batch.currency,
+                               "total_payable": str(batch.total)})
     logger.info("period settled", extra={"period_id": period.pk, "statements": len(statements),
                                          "total": str(batch.total)})
     return Settlement(period=period, statements=statements, batch=batch, created=True)
@@ -184,6 +195,8 @@ def payout_batch_approve(*, actor: User, batch_id, now: datetime) -> PayoutBatch
         batch.approved_at = now
         batch.approved_by = actor
         batch.save(update_fields=["status", "approved_at", "approved_by"])
+        audit_record(actor=actor, action=AuditAction.PAYOUT_APPROVE, project_id=batch.project_id, objects=[batch],
+                     now=now, details={"period_id": batch.period_id, "total": batch.total, "currency": batch.currency})
     logger.info("payout batch approved", extra={"batch_id": batch.pk})
     return batch
 
@@ -204,6 +217,9 @@ def payout_batch_mark_paid(*, actor: User, batch_id, now: datetime, reference: s
         batch.paid_by = actor
         batch.payment_reference = (reference or "").strip()[:MAX_REFERENCE_CHARS]
         batch.save(update_fields=["status", "paid_at", "paid_by", "payment_reference"])
+        audit_record(actor=actor, action=AuditAction.PAYOUT_PAID, project_id=batch.project_id, objects=[batch],
+                     now=now, details={"total": batch.total, "currency": batch.currency,
+                                       "reference": batch.payment_reference})
     logger.info("payout batch paid", extra={"batch_id": batch.pk})
     return batch
 
@@ -239,7 +255,12 @@ def submission_reject(*, actor: User, assignment_id, reason: str, now: datetime,
         # Annotation rows first (task, assignment), then the ledger: payments' posting takes no
         # annotation lock, so this order matches every other writer.
         submission_reject_labels(assignment=assignment, reason_code=reason_code, text=reason, by=actor, now=now)
-        return ledger_post_reversal(assignment_id=assignment.pk, reason=reason, actor=actor, now=now)
+        reversal = ledger_post_reversal(assignment_id=assignment.pk, reason=reason, actor=actor, now=now)
+        audit_record(actor=actor, action=AuditAction.SUBMISSION_REJECT, project_id=assignment.task.project_id,
+                     objects=[assignment], now=now, details={"task_id": assignment.task_id, "reason_code": reason_code,
+                                                             "reason": reason, "reversal_id": reversal.pk,
+                                                             "amount": reversal.amount})
+        return reversal
 
 
 def submission_reject_for_review(actor: User, assignment_id: int, reason_code: str, reason: str,
@@ -265,8 +286,13 @@ def payment_settings_update(*, actor: User, project_id, currency: str, period_le
                            code="currency_fixed")
         payment_settings.currency = currency
         payment_settings.period_length = period_length
+        old = {"currency": payment_settings.currency, "period_length": payment_settings.period_length,
+               "period_anchor": payment_settings.period_anchor}
         payment_settings.period_anchor = period_anchor
         payment_settings.save()
+        new = {"currency": currency, "period_length": period_length, "period_anchor": period_anchor}
+        audit_record(actor=actor, action=AuditAction.PRICE_CHANGE, project_id=project.pk, objects=[payment_settings],
+                     details={"changes": {k: {"old": old[k], "new": new[k]} for k in new if old[k] != new[k]}})
     return payment_settings
 
 

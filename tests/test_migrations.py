@@ -33,14 +33,15 @@ from experts.models import new_pseudonym
 
 PROJECT_APPS = ("rubrics", "experts", "annotation", "payments")
 
-# What the trigger migrations create, by app: rubrics/0002, annotation/0003 and 0008,
+# What the trigger migrations create, by app: rubrics/0002, annotation/0003, 0008 and 0022,
 # payments/0002.
 TRIGGERS = {
     "sqlite": {
         "rubrics": {"rubrica_item_insert_guard", "rubrica_item_update_guard", "rubrica_item_delete_guard",
                     "rubrica_version_update_guard", "rubrica_version_delete_guard"},
         "annotation": {"rubrica_assignment_slot_insert", "rubrica_assignment_slot_update",
-                       "annotation_setting_change_append_only"},
+                       "annotation_setting_change_append_only", "annotation_auditentry_no_update",
+                       "annotation_auditentry_no_delete"},
         "payments": {"payments_ledgerentry_no_update", "payments_ledgerentry_no_delete",
                      "payments_ledgerentry_period_open", "payments_statement_no_update",
                      "payments_statement_no_delete", "payments_period_closed_no_update",
@@ -51,7 +52,8 @@ TRIGGERS = {
         "rubrics": {"rubrica_item_guard", "rubrica_version_guard",
                     "rubrica_refuse_published_item()", "rubrica_refuse_published_version()"},
         "annotation": {"rubrica_assignment_slot_guard", "rubrica_assignment_slot_within_overlap()",
-                       "annotation_setting_change_append_only", "annotation_setting_change_refuse_update()"},
+                       "annotation_setting_change_append_only", "annotation_setting_change_refuse_update()",
+                       "annotation_auditentry_append_only", "annotation_audit_refuse_change()"},
         "payments": {"payments_ledgerentry_append_only", "payments_ledgerentry_period_open",
                      "payments_statement_append_only", "payments_period_closed_final",
                      "payments_payoutbatch_no_delete", "payments_payoutbatch_amounts_final",

@@ -65,7 +65,7 @@ class QuestionsImportApi(APIView):
         serializer.is_valid(raise_exception=True)
         upload = serializer.validated_data["file"]
         result = questions_import(project=project, data=upload_read(upload), now=timezone.now(),
-                                  source=upload.name)
+                                  source=upload.name, by=request.user)
         body = {"questions_created": result.created, "items_created": result.items_created,
                 "skipped": result.skipped, "version": result.version}
         return Response(self.OutputSerializer(body).data, status=status.HTTP_201_CREATED)
@@ -101,7 +101,7 @@ class ResponsesImportApi(APIView):
         upload = serializer.validated_data["file"]
         result = responses_import(project=project, data=upload_read(upload),
                                   model=serializer.validated_data.get("model"), now=timezone.now(),
-                                  source=upload.name)
+                                  source=upload.name, by=request.user)
         body = {"responses_created": result.created, "tasks_created": result.tasks_created,
                 "skipped": result.skipped, "version": result.version}
         return Response(self.OutputSerializer(body).data, status=status.HTTP_201_CREATED)
@@ -259,7 +259,8 @@ class GoldenImportApi(APIView):
         body = self.InputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         upload = body.validated_data["file"]
-        result = golden_import(project=project, data=upload_read(upload), now=timezone.now(), source=upload.name)
+        result = golden_import(project=project, data=upload_read(upload), now=timezone.now(), source=upload.name,
+                               by=request.user)
         out = {"tasks": result.tasks, "references": result.references, "version": result.version}
         return Response(self.OutputSerializer(out).data, status=status.HTTP_201_CREATED)
 

@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils.text import Truncator
 
 from annotation import permissions
+from annotation.audit.services import audit_record
 from annotation.consultations.opening import (
     consultation_notify_vote,
     expert_may_still_judge,
@@ -22,6 +23,7 @@ from annotation.consultations.opening import (
 from annotation.lock_objects import consultation_lock, project_imports_lock, task_lock
 from annotation.models import (
     Adjudication,
+    AuditAction,
     Consultation,
     ConsultationParticipant,
     ConsultationPost,
@@ -324,6 +326,9 @@ def consultation_resolve(*, pm: User, consultation: Consultation, outcome: objec
             suggestion = RubricItemSuggestion.objects.create(
                 project_id=locked.project_id, item_key=consultation.rubric_item.item_key, text=suggestion_text,
                 consultation=locked, created_at=now)
+        audit_record(actor=pm, action=AuditAction.CONSULTATION_RESOLVE, project_id=locked.project_id, now=now,
+                     objects=[locked], details={"task_id": task.pk, "item_key": consultation.rubric_item.item_key,
+                                                "outcome": clean_outcome, "category": category})
         notification_send(users=_participant_users(locked), kind="consultation_resolved", now=now,
                           link=_link(locked), params={**_params(consultation), "outcome": clean_outcome})
     return ResolveResult(consultation=locked, changed=True, suggestion=suggestion)

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.audit.services import audit_record
 from annotation.exchange.export import ExportFilters, export_tasks
 from annotation.exchange.export_formats import FORMATS, dataset_export, export_format_check
 from annotation.exchange.snapshot import (
@@ -31,8 +32,9 @@ from annotation.exchange.snapshot import (
     export_progress_get,
     export_progress_set,
 )
-from annotation.models import ExportJob, Project
+from annotation.models import AuditAction, ExportJob, Project, WebhookEvent
 from annotation.selectors import project_get_for_user
+from annotation.webhooks.services import webhook_emit
 from core.after_commit import task_send_on_commit
 from core.error_codes import ErrorCode
 from core.errors import DomainError, NotFound
@@ -58,6 +60,8 @@ def export_job_create(*, project: Project, owner: User, fmt: str, filters: Expor
             project=project, owner=owner, fmt=fmt, filters=filters.as_json(), delivery=ExportJob.Delivery.FILE,
             progress_total=export_tasks(project=project, filters=filters).count(), created_at=now,
             expires_at=now + timedelta(hours=settings.RUBRICA_EXPORT_TTL_HOURS))
+        audit_record(actor=owner, action=AuditAction.EXPORT, project_id=project.pk, objects=[job], now=now,
+                     details={"format": fmt, "delivery": job.delivery, "filters": job.filters})
         task_send_on_commit(EXPORT_BUILD, job_id=job.pk)
     logger.info("export job queued", extra={"job_id": job.pk, "project_id": project.pk, "format": fmt})
     return job
@@ -79,9 +83,12 @@ def export_stream_start(*, project: Project, owner: User, fmt: str, filters: Exp
     client went away, an error), the record says so instead of staying "running".
     """
     export_format_check(fmt=fmt)
-    job = ExportJob.objects.create(
-        project=project, owner=owner, fmt=fmt, filters=filters.as_json(), delivery=ExportJob.Delivery.STREAM,
-        status=ExportJob.Status.RUNNING, created_at=now, started_at=now, expires_at=now)
+    with transaction.atomic():
+        job = ExportJob.objects.create(
+            project=project, owner=owner, fmt=fmt, filters=filters.as_json(), delivery=ExportJob.Delivery.STREAM,
+            status=ExportJob.Status.RUNNING, created_at=now, started_at=now, expires_at=now)
+        audit_record(actor=owner, action=AuditAction.EXPORT, project_id=project.pk, objects=[job], now=now,
+                     details={"format": fmt, "delivery": job.delivery, "filters": job.filters})
 
     def chunks() -> Iterator[bytes]:
         counted: list[int] = []
@@ -135,9 +142,14 @@ def export_job_build(*, job_id: int) -> ExportJob | None:
         export_progress_clear(job.pk)
         logger.exception("export job failed", extra={"job_id": job.pk})
         raise
-    ExportJob.objects.filter(pk=job.pk).update(status=ExportJob.Status.DONE, progress_done=total,
-                                               row_count=counted[0] if counted else 0, file_path=str(target),
-                                               db_snapshot=snapshot, finished_at=timezone.now())
+    finished_at = timezone.now()
+    with transaction.atomic():
+        ExportJob.objects.filter(pk=job.pk).update(status=ExportJob.Status.DONE, progress_done=total,
+                                                   row_count=counted[0] if counted else 0, file_path=str(target),
+                                                   db_snapshot=snapshot, finished_at=finished_at)
+        webhook_emit(project_id=job.project_id, event=WebhookEvent.EXPORT_READY, now=finished_at,
+                     data={"export_job_id": job.pk, "snapshot_id": str(job.snapshot_id), "format": job.fmt,
+                           "rows": counted[0] if counted else 0, "expires_at": job.expires_at.isoformat()})
     export_progress_clear(job.pk)
     logger.info("export job built", extra={"job_id": job.pk, "rows": counted[0] if counted else 0})
     job.refresh_from_db()

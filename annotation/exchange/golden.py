@@ -25,14 +25,16 @@ from datetime import datetime
 
 from django.db import transaction
 
+from annotation.audit.services import audit_record
 from annotation.calibration.golden_set import task_mark_golden
 from annotation.exchange.jsonl import LineErrors, RowReader, describe, jsonl_objects
 from annotation.lock_objects import project_imports_lock
-from annotation.models import Assignment, GoldenReference, Project, Question, Response, Task
+from annotation.models import Assignment, AuditAction, GoldenReference, Project, Question, Response, Task
 from annotation.projects.rules import project_check_writable
 from annotation.selectors import rubric_version_current
 from core.error_codes import ErrorCode
 from core.errors import DomainError
+from experts.models import User
 from rubrics.models import RubricItem, RubricVersion
 
 RATIONALE_MAX = 4000
@@ -146,7 +148,8 @@ def _parse(*, project: Project, version: RubricVersion, data: bytes, source: str
     return rows
 
 
-def golden_import(*, project: Project, data: bytes, now: datetime, source: str = "upload") -> GoldenImportResult:
+def golden_import(*, project: Project, data: bytes, now: datetime, source: str = "upload",
+                  by: User | None = None) -> GoldenImportResult:
     """Import reference labels for golden tasks of the current rubric version, all or nothing.
 
     Raises DomainError (code "invalid_file") listing every bad line, or "no_version"
@@ -167,4 +170,8 @@ def golden_import(*, project: Project, data: bytes, now: datetime, source: str =
             GoldenReference(task=r.task, rubric_item=item, value=value, rationale=rationale, created_at=now)
             for r in rows for item, value, rationale in zip(r.items, r.labels, r.rationales, strict=True)
         )
+        audit_record(actor=by, action=AuditAction.GOLDEN_IMPORT, project_id=project.pk, now=now,
+                     object_type="annotation.task", object_ids=task_ids,
+                     details={"source": source, "tasks": len(rows), "references": len(references),
+                              "version": version.number})
     return GoldenImportResult(tasks=len(rows), references=len(references), version=version.number)

@@ -17,9 +17,10 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Count
 
+from annotation.audit.services import audit_record
 from annotation.exchange.jsonl import LineErrors, RowReader, describe, import_size_check, jsonl_objects
 from annotation.lock_objects import project_imports_lock
-from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult, Project, Question, Response, Task
+from annotation.models import AuditAction, JudgeLabel, JudgeRun, JudgeTaskResult, Project, Question, Response, Task
 from annotation.projects.rules import project_check_writable
 from annotation.selectors import rubric_version_current
 from core.after_commit import task_send_on_commit
@@ -104,6 +105,9 @@ def judge_labels_import(*, project: Project, data: bytes, run_name: str, judge_m
         ]
         JudgeLabel.objects.bulk_create(labels, batch_size=BATCH_SIZE)
         task_send_on_commit("annotation.agreement_report_request", project_id=project.pk)
+        audit_record(actor=created_by, action=AuditAction.JUDGE_LABELS_IMPORT, project_id=project.pk, objects=[run],
+                     now=now, details={"source": source, "run": run.name, "tasks": len(rows), "labels": len(labels),
+                                       "skipped": skipped})
     return JudgeImportResult(run=run, created=len(rows), skipped=skipped, labels_created=len(labels))
 
 

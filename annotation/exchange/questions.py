@@ -47,14 +47,16 @@ from typing import Any
 
 from django.db import transaction
 
+from annotation.audit.services import audit_record
 from annotation.exchange.bulk import rows_insert
 from annotation.exchange.jsonl import ImportResult, LineErrors, RowReader, describe, import_size_check, jsonl_objects
 from annotation.lock_objects import project_imports_lock
-from annotation.models import Difficulty, Project, Question
+from annotation.models import AuditAction, Difficulty, Project, Question
 from annotation.projects.rules import project_check_writable
 from annotation.rubric_editing.publishing import rubric_draft_get_or_create, rubric_version_publish
 from annotation.selectors import rubric_version_current
 from core.error_codes import ErrorCode
+from experts.models import User
 from rubrics.models import Dimension, RubricItem
 
 HEARTBENCH_ROLES = {"A": "A", "B": "B"}
@@ -115,7 +117,8 @@ class DimensionIndex:
         return self._ids.get(name) or self._ids.get(name.casefold())
 
 
-def questions_import(*, project: Project, data: bytes, now: datetime, source: str = "upload") -> ImportResult:
+def questions_import(*, project: Project, data: bytes, now: datetime, source: str = "upload",
+                     by: User | None = None) -> ImportResult:
     """Import a HeartBench or HealthBench JSONL file into `project`, all or nothing.
 
     Raises DomainError with one entry per problem (`{"line", "field", "message"}`) and
@@ -150,6 +153,9 @@ def questions_import(*, project: Project, data: bytes, now: datetime, source: st
         noun = "question" if len(new) == 1 else "questions"
         rubric_version_publish(project=project, version=draft, reason=f"Imported {len(new)} {noun} from {source}",
                                now=now)
+        audit_record(actor=by, action=AuditAction.QUESTIONS_IMPORT, project_id=project.pk, objects=[draft], now=now,
+                     details={"source": source, "questions": len(new), "items": items_created, "skipped": skipped,
+                              "version": draft.number})
     return ImportResult(created=len(new), skipped=skipped, items_created=items_created, version=draft.number)
 
 

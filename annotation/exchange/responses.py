@@ -15,21 +15,23 @@ from datetime import datetime
 
 from django.db import transaction
 
+from annotation.audit.services import audit_record
 from annotation.exchange.jsonl import ImportResult, LineErrors, RowReader, describe, import_size_check, jsonl_objects
 from annotation.lock_objects import project_imports_lock
-from annotation.models import Project, Question, Response
+from annotation.models import AuditAction, Project, Question, Response
 from annotation.projects.rules import project_check_writable
 from annotation.rubric_editing.publishing import tasks_ensure_for_version
 from annotation.selectors import rubric_version_current
 from core.error_codes import ErrorCode
 from core.errors import DomainError
+from experts.models import User
 
 MODEL_NAME_MAX = 200
 BATCH_SIZE = 2000
 
 
 def responses_import(*, project: Project, data: bytes, model: str | None, now: datetime,
-                     source: str = "upload") -> ImportResult:
+                     source: str = "upload", by: User | None = None) -> ImportResult:
     """Import model responses into `project`; `model` names the model for rows without one.
 
     Raises DomainError listing every bad line (unknown question, empty response, no
@@ -53,6 +55,10 @@ def responses_import(*, project: Project, data: bytes, model: str | None, now: d
         )
         current = rubric_version_current(project)
         tasks = tasks_ensure_for_version(project=project, version=current) if new and current else 0
+        if new:
+            audit_record(actor=by, action=AuditAction.RESPONSES_IMPORT, project_id=project.pk, now=now,
+                         object_type="annotation.question", object_ids=sorted({q for _, q, _, _ in new}),
+                         details={"source": source, "responses": len(new), "skipped": skipped, "tasks": tasks})
     return ImportResult(created=len(new), skipped=skipped, tasks_created=tasks,
                         version=current.number if current else None)
 

@@ -21,10 +21,11 @@ from django.core.validators import URLValidator
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 
+from annotation.audit.services import audit_record
 from annotation.judging.prompt import PROMPT_VERSION
 from annotation.judging.secrets import api_key_encrypt, api_key_env_check
 from annotation.lock_objects import judge_run_lock
-from annotation.models import JudgeRun, JudgeTaskResult, Project, Task
+from annotation.models import AuditAction, JudgeRun, JudgeTaskResult, Project, Task
 from annotation.selectors import rubric_version_current
 from core.after_commit import task_send_on_commit
 from core.errors import DomainError, NotFound
@@ -130,6 +131,11 @@ def judge_run_start(*, project: Project, name: str, base_url: str, judge_model: 
                 (JudgeTaskResult(run=run, task_id=task_id) for task_id in task_ids.order_by("pk").iterator()),
                 batch_size=2000,
             )
+            # The key itself never reaches the log: only where it comes from.
+            audit_record(actor=created_by, action=AuditAction.JUDGE_RUN_START, project_id=project.pk, objects=[run],
+                         now=run.created_at, details={"name": name, "base_url": base_url, "judge_model": judge_model,
+                                                      "key_source": "environment" if api_key_env else "stored",
+                                                      "tasks": len(results)})
             _walker_queue_on_commit(run.pk)
     except IntegrityError:
         # Two starts with one name at once: the unique constraint decided.

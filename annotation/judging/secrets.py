@@ -14,12 +14,13 @@ import hashlib
 import os
 import re
 
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
 
 from core.errors import DomainError
+from core.secret_box import secret_decrypt, secret_encrypt
 
-# Separates this use of SECRET_KEY from every other key derived from it.
+# Separates this store's key from every other key derived from RUBRICA_SECRETS_KEY.
 _PURPOSE = b"rubrica.judging.api-key:"
 _ENV_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]{0,99}\Z")
 
@@ -29,30 +30,20 @@ class JudgeKeyError(Exception):
 
 
 def _fernet(secret: str) -> Fernet:
+    """The Fernet of this store under `secret` (tests build old tokens with it)."""
     digest = hashlib.sha256(_PURPOSE + secret.encode()).digest()
     return Fernet(base64.urlsafe_b64encode(digest))
 
 
-def _current() -> str:
-    return settings.RUBRICA_SECRETS_KEY or settings.SECRET_KEY
-
-
-def _fernets() -> MultiFernet:
-    secrets = [_current(), *settings.RUBRICA_SECRETS_KEY_FALLBACKS,
-               # Keys stored before RUBRICA_SECRETS_KEY existed were derived from SECRET_KEY.
-               settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
-    return MultiFernet([_fernet(secret) for secret in dict.fromkeys(s for s in secrets if s)])
-
-
 def api_key_encrypt(plain: str) -> str:
-    """The Fernet token of `plain`, under the current RUBRICA_SECRETS_KEY."""
-    return _fernet(_current()).encrypt(plain.encode()).decode()
+    """The Fernet token of `plain`, under the current RUBRICA_SECRETS_KEY (`core.secret_box`)."""
+    return secret_encrypt(plain, purpose=_PURPOSE)
 
 
 def api_key_decrypt(token: str) -> str:
     """The plaintext of a stored key; JudgeKeyError if no current or fallback secret opens it."""
     try:
-        return _fernets().decrypt(token.encode()).decode()
+        return secret_decrypt(token, purpose=_PURPOSE)
     except InvalidToken:
         raise JudgeKeyError("the stored API key cannot be decrypted (was RUBRICA_SECRETS_KEY changed without "
                             "keeping the old one in RUBRICA_SECRETS_KEY_FALLBACKS?); start a new run") from None

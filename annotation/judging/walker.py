@@ -35,7 +35,8 @@ from annotation.judging.ratelimit import rate_limiter_for_run
 from annotation.judging.runs import ACTIVE, ERROR_MAX
 from annotation.judging.secrets import JudgeKeyError, api_key_resolve
 from annotation.lock_objects import judge_result_lock, judge_run_lock
-from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult
+from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult, WebhookEvent
+from annotation.webhooks.services import webhook_emit
 from core.after_commit import task_send_on_commit
 from rubrics.models import RubricItem
 
@@ -260,5 +261,8 @@ def _run_finish(*, run_id: int, now: datetime) -> JudgeStep:
     run.finished_at = now
     run.save(update_fields=["status", "finished_at"])
     task_send_on_commit("annotation.agreement_report_request", project_id=run.project_id)
+    webhook_emit(project_id=run.project_id, event=WebhookEvent.JUDGE_RUN_FINISHED, now=now,
+                 data={"judge_run_id": run.pk, "name": run.name, "status": run.status,
+                       "finished_at": now.isoformat()})
     logger.info("judge run finished", extra={"run_id": run_id, "status": run.status})
     return JudgeStep("finished")

@@ -1,4 +1,5 @@
 """Annotation models, split by sub-domain; import them from here."""
+from .audit import AuditAction, AuditEntry
 from .consultations import (
     Adjudication,
     Consultation,
@@ -16,9 +17,16 @@ from .quality import CalibrationAnswer, CalibrationAttempt, CalibrationTask, Con
 from .review import ReviewFlag, SentReminder, SubmissionReturn
 from .roster import Invitation, MembershipEvent
 from .skips import CalibrationDraft, TaskSkip
+from .webhooks import WebhookAttempt, WebhookEndpoint, WebhookEvent, WebhookMessage
 from .work import Assignment, Draft, IdempotencyRecord, ItemConsensus, Label, Task
 
 __all__ = [
+    "AuditAction",
+    "AuditEntry",
+    "WebhookAttempt",
+    "WebhookEndpoint",
+    "WebhookEvent",
+    "WebhookMessage",
     "Adjudication",
     "Consultation",
     "ConsultationParticipant",

@@ -27,7 +27,7 @@ class JudgeRun(models.Model):
     source = models.CharField(max_length=10, choices=Source.choices)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     base_url = models.URLField(max_length=500, blank=True)
-    # The key is stored encrypted (Fernet, keyed from SECRET_KEY) or named by an environment
+    # The key is stored encrypted (Fernet, keyed from RUBRICA_SECRETS_KEY: core.secret_box) or named by an environment
     # variable; it is never rendered back to anyone.
     api_key_encrypted = models.TextField(blank=True)
     api_key_env = models.CharField(max_length=100, blank=True)

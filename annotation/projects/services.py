@@ -16,9 +16,11 @@ from django.db import transaction
 from django.db.models import Case, F, Value, When
 
 from annotation.assignment.services import lease_end
+from annotation.audit.services import audit_record
 from annotation.calibration.golden_set import GOLDEN_OVERLAP
 from annotation.lock_objects import project_lock, tasks_lock
 from annotation.models import (
+    AuditAction,
     GoldenReference,
     Project,
     ProjectSettingChange,
@@ -109,6 +111,10 @@ def project_settings_update(*, project: Project, values: Mapping[str, Any], chan
             # again brings the existing tasks up to the project's overlap.
             extended = _overlap_apply_to_existing(project=project, overlap=project.overlap)
         records = ProjectSettingChange.objects.bulk_create(records)
+        if changed or extended:
+            audit_record(actor=changed_by, action=AuditAction.SETTINGS_CHANGE, project_id=project.pk, now=now,
+                         objects=[project], details={"changes": {r.setting: {"old": r.old_value, "new": r.new_value}
+                                                                 for r in records}, "tasks_extended": extended})
     if changed or extended:
         logger.info("project settings changed", extra={"project_id": project.pk, "settings": sorted(changed),
                                                       "tasks_extended": extended, "overlap_raised": raised})
@@ -134,6 +140,8 @@ def _state_set(*, project: Project, to: str, allowed_from: tuple[str, ...], by: 
             project_check_writable(project)
         ProjectSettingChange.objects.create(project=project, setting="state", old_value=project.state,
                                             new_value=to, changed_by=by, changed_at=now)
+        audit_record(actor=by, action=AuditAction.PROJECT_STATE, project_id=project.pk, objects=[project], now=now,
+                     details={"old": project.state, "new": to})
         project.state = to
         project.save(update_fields=["state"])
     logger.info("project state changed", extra={"project_id": project.pk, "state": to})

@@ -100,7 +100,8 @@ def golden_import_view(request: HttpRequest, project_id: int) -> HttpResponse:
         status = UNPROCESSABLE
     else:
         try:
-            outcome["result"] = golden_import(project=project, data=upload_read(upload), now=now, source=upload.name)
+            outcome["result"] = golden_import(project=project, data=upload_read(upload), now=now, source=upload.name,
+                                              by=request.user)
         except DomainError as exc:
             outcome["error"] = error_message(exc)
             outcome["errors"] = exc.errors

@@ -18,7 +18,8 @@ from django.db import transaction
 
 from annotation import lock_objects, permissions
 from annotation.assignment.services import leases_end_for_expert
-from annotation.models import Assignment, Invitation, MembershipEvent, Project
+from annotation.audit.services import audit_record
+from annotation.models import Assignment, AuditAction, Invitation, MembershipEvent, Project
 from annotation.projects.rules import project_check_writable
 from annotation.roster.selectors import project_pm_count
 from annotation.services import project_add_member
@@ -75,7 +76,12 @@ def user_find(identifier: str) -> User | None:
 
 
 def _record(*, project: Project, user: User, action: str, by: User | None, via: str, now: datetime) -> None:
-    MembershipEvent.objects.create(project=project, user=user, role=user.role, action=action, by=by, via=via, at=now)
+    event = MembershipEvent.objects.create(project=project, user=user, role=user.role, action=action, by=by, via=via,
+                                           at=now)
+    # A membership is a permission (django-guardian): the audit entry names the account and the role granted.
+    audit_record(actor=by, project_id=project.pk, now=now, object_type="experts.user", object_ids=[user.pk],
+                 action=AuditAction.MEMBER_ADD if action == MembershipEvent.Action.ADDED else AuditAction.MEMBER_REMOVE,
+                 details={"username": user.username, "role": user.role, "via": via, "event_id": event.pk})
 
 
 def _admin_refused(user: User) -> DomainError:

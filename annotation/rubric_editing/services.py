@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import Max
 
+from annotation.audit.services import audit_record
 from annotation.lock_objects import project_imports_lock
-from annotation.models import Label, Project, Question
+from annotation.models import AuditAction, Label, Project, Question
 from annotation.projects.rules import project_check_writable
 from annotation.rubric_editing.diff import RubricDiff, rubric_version_diff
 from annotation.rubric_editing.publishing import rubric_draft_get_or_create, rubric_version_publish
@@ -180,7 +181,12 @@ def rubric_version_publish_by_number(*, project: Project, number, reason: str, n
         project_imports_lock(project=project)
         project_check_writable(project)
         version = rubric_version_get(project=project, number=number)
-        return rubric_version_publish(project=project, version=version, reason=reason or "", now=now, by=by)
+        was_draft = version.status == RubricVersion.Status.DRAFT
+        published = rubric_version_publish(project=project, version=version, reason=reason or "", now=now, by=by)
+        if was_draft:
+            audit_record(actor=by, action=AuditAction.RUBRIC_PUBLISH, project_id=project.pk, objects=[published],
+                         details={"version": published.number, "reason": reason or ""}, now=now)
+        return published
 
 
 def rubric_version_get(*, project: Project, number) -> RubricVersion:

@@ -9,11 +9,12 @@ from annotation.consultations.opening import consultations_open_auto
 from annotation.labels import labels_clean
 from annotation.labels import notes_clean as _clean_notes
 from annotation.lock_objects import assignment_lock, task_lock
-from annotation.models import Assignment, Draft, ItemConsensus, Label, Task
+from annotation.models import Assignment, Draft, ItemConsensus, Label, Task, WebhookEvent
 from annotation.projects.rules import project_check_writable
 from annotation.quality.control import control_record
 from annotation.selectors import assignment_get_for_expert, rubric_items_for_task
 from annotation.submission.consensus import consensus_compute, tie_slot_add
+from annotation.webhooks.services import webhook_emit
 from core.after_commit import task_send_on_commit
 from core.errors import Conflict
 from experts.models import ExpertProfile, User
@@ -118,8 +119,15 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
             if complete and not tie_slot_add(task=task, records=records):
                 # Final for now: the project's rules may ask the experts to consult on an item.
                 consultations_open_auto(task=task, records=records, now=now)
+                webhook_emit(project_id=task.project_id, event=WebhookEvent.CONSENSUS_READY, now=now,
+                             data={"task_id": task.pk, "rubric_version_id": task.rubric_version_id,
+                                   "items": len(records), "tied": sum(r.zone == "tied" for r in records)})
             # New consensus changes the quality figures: ask for a (debounced) recompute.
             task_send_on_commit("annotation.agreement_report_request", project_id=task.project_id)
+        if complete and not task.is_golden:
+            webhook_emit(project_id=task.project_id, event=WebhookEvent.TASK_COMPLETED, now=now,
+                         data={"task_id": task.pk, "response_id": task.response_id,
+                               "submissions": task.submitted_count, "completed_at": now.isoformat()})
         # Payments listens by task name; it decides what earns (calibration does not). Control
         # tasks earn like any task: an unpaid task would tell the expert it was a control.
         task_send_on_commit("payments.ledger_post_earning", assignment_id=assignment.pk)

@@ -27,6 +27,8 @@ CELERY_BEAT_SCHEDULE = {
     "payments-settle-due-periods": {"task": "payments.periods_settle_due", "schedule": 600.0},
     # Exports: delete expired files, mark failed what stopped without saying so.
     "exports-sweep": {"task": "annotation.exports_sweep", "schedule": 900.0},
+    # Webhook messages whose delivery chain a dead worker or a lost task broke.
+    "webhooks-sweep": {"task": "annotation.webhooks_sweep", "schedule": 600.0},
     # Notification emails a lost task or a mail server outage left pending.
     "experts-notification-emails-sweep": {"task": "experts.notification_emails_sweep", "schedule": 300.0},
 }
@@ -81,3 +83,14 @@ SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 # and how long a pending email waits before the sweep sends it again.
 RUBRICA_NOTIFICATION_EMAIL_MAX_ATTEMPTS = env_int("RUBRICA_NOTIFICATION_EMAIL_MAX_ATTEMPTS", 20)
 RUBRICA_NOTIFICATION_EMAIL_RETRY_AFTER_S = env_int("RUBRICA_NOTIFICATION_EMAIL_RETRY_AFTER_S", 300)
+
+# Outbound requests to URLs users set (webhooks; core.outbound): hosts an admin allows by name,
+# comma-separated. They may use http:// and resolve to any address (tests name a loopback server);
+# every other host must be https:// and resolve only to public addresses.
+RUBRICA_OUTBOUND_ALLOWED_HOSTS = env_list("RUBRICA_OUTBOUND_ALLOWED_HOSTS", "")
+
+# Webhooks: per-attempt timeout, attempts before a message is given up, backoff between attempts.
+RUBRICA_WEBHOOK_TIMEOUT_S = float(env_str("RUBRICA_WEBHOOK_TIMEOUT_S", "10"))
+RUBRICA_WEBHOOK_MAX_ATTEMPTS = env_int("RUBRICA_WEBHOOK_MAX_ATTEMPTS", 6)
+RUBRICA_WEBHOOK_BACKOFF_BASE_S = float(env_str("RUBRICA_WEBHOOK_BACKOFF_BASE_S", "30"))
+RUBRICA_WEBHOOK_BACKOFF_MAX_S = float(env_str("RUBRICA_WEBHOOK_BACKOFF_MAX_S", "3600"))

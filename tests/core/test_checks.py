@@ -79,7 +79,9 @@ def test_a_generated_key_is_random_private_and_kept(tmp_path, monkeypatch):
 
 
 def _manage(*args: str, **env: str) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "RUBRICA_SECRETS_KEY")}
+    # The browser tests set DJANGO_ALLOW_ASYNC_UNSAFE for their own process; a deployment never does.
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("SECRET_KEY", "RUBRICA_SECRETS_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE")}
     return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env={**clean, **env},
                           capture_output=True, text=True, timeout=120)
 

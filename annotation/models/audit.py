@@ -1,0 +1,55 @@
+"""The audit log: who changed what, when, in which project, from which request. Append-only."""
+from django.conf import settings
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class AuditAction(models.TextChoices):
+    QUESTIONS_IMPORT = "questions.import", _("Questions imported")
+    RESPONSES_IMPORT = "responses.import", _("Responses imported")
+    GOLDEN_IMPORT = "golden.import", _("Golden answers imported")
+    JUDGE_LABELS_IMPORT = "judge_labels.import", _("Judge labels imported")
+    RUBRIC_PUBLISH = "rubric.publish", _("Rubric version published")
+    SETTINGS_CHANGE = "settings.change", _("Project settings changed")
+    PROJECT_STATE = "project.state", _("Project paused, resumed, closed or archived")
+    MEMBER_ADD = "member.add", _("Member added")
+    MEMBER_REMOVE = "member.remove", _("Member removed")
+    SUBMISSION_REJECT = "submission.reject", _("Submission rejected")
+    CONSULTATION_RESOLVE = "consultation.resolve", _("Consultation resolved")
+    PRICE_CHANGE = "price.change", _("Prices or payment settings changed")
+    PERIOD_SETTLE = "period.settle", _("Period settled")
+    PAYOUT_APPROVE = "payout.approve", _("Payout batch approved")
+    PAYOUT_PAID = "payout.paid", _("Payout batch marked paid")
+    EXPORT = "export", _("Dataset exported")
+    JUDGE_RUN_START = "judge_run.start", _("Judge run started")
+    PERMISSION_CHANGE = "permission.change", _("Permissions changed")
+    WEBHOOK_CREATE = "webhook.create", _("Webhook endpoint registered")
+    WEBHOOK_DISABLE = "webhook.disable", _("Webhook endpoint disabled")
+    WEBHOOK_RESEND = "webhook.resend", _("Webhook message resent")
+
+
+class AuditEntry(models.Model):
+    """One change a PM or an admin made. The database refuses UPDATE and DELETE on this table
+    (annotation/migrations/0022), so an entry, once written with its change, stays as written."""
+
+    at = models.DateTimeField(db_index=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
+                              related_name="+")
+    action = models.CharField(max_length=32, choices=AuditAction.choices)
+    project = models.ForeignKey("annotation.Project", on_delete=models.PROTECT, null=True, blank=True,
+                                related_name="+")
+    object_type = models.CharField(max_length=64, blank=True)
+    object_ids = models.JSONField(default=list)
+    details = models.JSONField(default=dict)
+    request_id = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [
+            models.Index(fields=["project", "-at"], name="audit_project_at_idx"),
+            models.Index(fields=["actor", "-at"], name="audit_actor_at_idx"),
+            models.Index(fields=["action", "-at"], name="audit_action_at_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.action} by {self.actor_id} on {self.object_type} {self.object_ids}"

@@ -48,6 +48,8 @@ APPEAL_WINDOW_DAYS = SettingRange("appeal_window_days", 1, 90, 7)
 CONSULT_SPLIT_MIN_SCORE = SettingRange("consult_split_min_score", 1, 100, 5)
 CONSULT_SPLIT_SHARE_PCT = SettingRange("consult_split_share_pct", 1, 99, 33)
 CONSULT_DEADLINE_H = SettingRange("consult_deadline_h", 1, 30 * 24, 72)
+# The quality dashboard's bar for the judge: its headline agreement with the panel, in percent.
+JUDGE_AGREEMENT_BAR_PCT = SettingRange("judge_agreement_bar_pct", 0, 100, 75)
 QUALITY_SETTINGS = (CALIBRATION_THRESHOLD_PCT, CALIBRATION_SIZE, CALIBRATION_RETRY_DELAY_S, CONTROL_RATE_PCT,
                     CONTROL_PAUSE_BELOW_PCT, CONTROL_WINDOW)
 
@@ -120,6 +122,9 @@ class Project(models.Model):
         help_text=_("Hours the blind vote of a consultation runs before the votes are revealed (1–720)."))
     consult_show_judge = models.BooleanField(
         default=False, help_text=_("Show the judge's label and reason when a consultation's votes are revealed."))
+    judge_agreement_bar_pct = models.PositiveSmallIntegerField(
+        default=JUDGE_AGREEMENT_BAR_PCT.default,
+        help_text=_("Headline judge agreement with the panel majority the judge must reach to be trusted (0–100)."))
     due_date = models.DateField(null=True, blank=True)
     # Paused: no new leases, open ones can still be submitted. Closed: read-only (exports
     # and reports still work). Archived: a closed project hidden from the project lists.
@@ -169,6 +174,8 @@ class Project(models.Model):
             models.CheckConstraint(condition=Q(consult_deadline_h__gte=CONSULT_DEADLINE_H.low,
                                                consult_deadline_h__lte=CONSULT_DEADLINE_H.high),
                                    name="project_consult_deadline_range"),
+            models.CheckConstraint(condition=Q(judge_agreement_bar_pct__lte=JUDGE_AGREEMENT_BAR_PCT.high),
+                                   name="project_judge_bar_range"),
             models.CheckConstraint(condition=Q(state__in=ProjectState.values), name="project_state_known"),
             models.CheckConstraint(condition=Q(archived_at__isnull=True) | Q(state=ProjectState.CLOSED),
                                    name="project_archived_only_closed"),

@@ -56,6 +56,8 @@ class Task(models.Model):
                 name="task_open_ring_idx",
             ),
             models.Index(fields=["project", "status"], name="task_project_status_idx"),
+            # The PM's board pages through a project's tasks in id order (keyset paging).
+            models.Index(fields=["project", "id"], name="task_project_id_idx"),
         ]
 
     def __str__(self) -> str:

@@ -9,6 +9,7 @@ filter choices. Text search matches substrings of the dialogue and the final use
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,7 +110,7 @@ class BoardFilters:
 class BoardPage:
     counts: dict[str, int]
     total: int
-    rows: list[Task]
+    rows: Sequence[Task]
     next_after: int | None
 
 
@@ -124,15 +125,14 @@ def board_page(project: Project, *, filters: BoardFilters, after: Any = None) ->
     counted = {row["state"]: row["n"] for row in
                tasks.annotate(state=board_state()).values("state").annotate(n=Count("pk")).order_by()}
     counts = {state: counted.get(state, 0) for state in STATES}
-    listed = tasks.alias(state=board_state())
+    listed = tasks.annotate(state=board_state())
     state = filters.get("state")
     if state:
         listed = listed.filter(state=state if state in STATES else "")
     after_id = _int(after)
     if after_id:
         listed = listed.filter(pk__gt=after_id)
-    rows = list(listed.annotate(state=board_state())
-                .select_related("response__question", "rubric_version")
+    rows = list(listed.select_related("response__question", "rubric_version")
                 .only("id", "status", "is_golden", "live_count", "submitted_count", "overlap", "created_at",
                       "completed_at", "response__model_name", "response__question__external_id",
                       "response__question__final_user_turn", "response__question__primary_scene",
@@ -171,7 +171,7 @@ class TaskHistory:
     items: list[RubricItem]
     labels: dict[int, dict[int, Label]]  # assignment id -> rubric item id -> label
     consensus: dict[int, ItemConsensus]  # rubric item id -> verdict
-    consultations: list[Consultation]
+    consultations: Sequence[Consultation]
 
     @property
     def submissions(self) -> list[Assignment]:

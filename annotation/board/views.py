@@ -15,9 +15,16 @@ from annotation.board.selectors import STATES, BoardFilters, board_choices, boar
 from annotation.models import Assignment, ItemConsensus
 from annotation.selectors import project_get_for_user
 from core.pages import render_page
+from experts.models import User
 
 PAGE = "annotation/board/page.html"
 HISTORY = "annotation/board/history.html"
+
+
+class SignedInRequest(HttpRequest):
+    """A request behind `login_required`, as these views see it."""
+
+    user: User  # type: ignore[assignment]
 
 
 def state_names() -> dict[str, str]:
@@ -27,7 +34,7 @@ def state_names() -> dict[str, str]:
 
 @login_required
 @require_GET
-def board(request: HttpRequest, project_id: int) -> HttpResponse:
+def board(request: SignedInRequest, project_id: int) -> HttpResponse:
     """Tasks by state with counts, the filters and search, 50 a page after `?after=<task id>`."""
     project = project_get_for_user(request.user, project_id, manage=True)
     filters = BoardFilters.from_query(request.GET)
@@ -54,7 +61,7 @@ def board(request: HttpRequest, project_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def task_history_view(request: HttpRequest, project_id: int, task_id: int) -> HttpResponse:
+def task_history_view(request: SignedInRequest, project_id: int, task_id: int) -> HttpResponse:
     """Who held the task and when, skips, each submission's labels, the consensus and consultations."""
     project = project_get_for_user(request.user, project_id, manage=True)
     history = task_history(project, task_id)

@@ -12,9 +12,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.urls import reverse
-from django.utils.translation import get_language
+from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
 
 from annotation.models import AgreementReport, Project
 from annotation.rubric_editing.pricing import PeriodSpend

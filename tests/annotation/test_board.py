@@ -241,7 +241,7 @@ def test_the_board_tab_and_the_shortcut_script_are_on_the_page(client, board_pro
 
     html = client.get(board_url(project), HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
 
-    assert 'href="/projects/%d/board/" aria-current="page">任务看板</a>' % project.pk in html
+    assert f'href="/projects/{project.pk}/board/" aria-current="page">任务看板</a>' in html
     assert "js/board.js" in html and 'id="board-help"' in html and "<kbd>j</kbd>" in html
     for tag in re.findall(r"<script[^>]*>", html):
         assert "src=" in tag

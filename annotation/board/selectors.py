@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Case, CharField, Count, Exists, OuterRef, Q, QuerySet, Value, When
+from django.core.cache import cache
+from django.db.models import Case, CharField, Count, Exists, F, OuterRef, Q, QuerySet, Value, When
 
 from annotation.models import (
     Assignment,
@@ -37,20 +38,25 @@ FILTERS = ("state", "scene", "difficulty", "dimension", "model", "version", "exp
 SEARCH_MAX = 200
 
 
-def _tied_or_consulted() -> Q:
-    tied = ItemConsensus.objects.filter(task=OuterRef("pk"), zone=ItemConsensus.Zone.TIED, majority__isnull=True)
-    consulting = Consultation.objects.filter(task=OuterRef("pk")).exclude(status=Consultation.Status.RESOLVED)
-    return Q(Exists(tied)) | Q(Exists(consulting))
+def _tied_or_consulted(project: Project) -> Q:
+    tied = ItemConsensus.objects.filter(task__project=project, zone=ItemConsensus.Zone.TIED, majority__isnull=True)
+    consulting = Consultation.objects.filter(project=project).exclude(status=Consultation.Status.RESOLVED)
+    return Q(pk__in=tied.values("task_id")) | Q(pk__in=consulting.values("task_id"))
 
 
-def board_state() -> Case:
+def board_state(project: Project) -> Case:
     """One state per task, first match wins: golden, tied or awaiting a consultation, complete,
-    skipped by someone (not complete), someone on it, else open."""
+    skipped by someone (not complete), someone on it, else open.
+
+    `pk IN (subquery)`, not EXISTS: inside a CASE PostgreSQL runs an EXISTS once per task
+    (an index probe each, 1.3 s over 100,000 tasks) but hashes an IN list once per query.
+    The lists are small (tied items, open consultations, skips), read through partial indexes.
+    """
     return Case(
         When(is_golden=True, then=Value("golden")),
-        When(_tied_or_consulted(), then=Value("tied")),
+        When(_tied_or_consulted(project), then=Value("tied")),
         When(status=Task.Status.COMPLETE, then=Value("complete")),
-        When(Exists(TaskSkip.objects.filter(task=OuterRef("pk"))), then=Value("skipped")),
+        When(pk__in=TaskSkip.objects.filter(project=project).values("task_id"), then=Value("skipped")),
         When(Q(status=Task.Status.FULL) | Q(live_count__gt=0), then=Value("in_progress")),
         default=Value("open"),
         output_field=CharField(),
@@ -69,6 +75,8 @@ class BoardFilters:
     """The board's filters as the query string gives them; unknown values match nothing."""
 
     values: dict[str, str] = field(default_factory=dict)
+    # The rubric versions the project's tasks are under (set by `board_page`; the dimension filter needs them).
+    version_ids: list[int] = field(default_factory=list)
 
     @classmethod
     def from_query(cls, query: Any) -> BoardFilters:
@@ -92,9 +100,16 @@ class BoardFilters:
         if "version" in v:
             tasks = tasks.filter(rubric_version__number=_int(v["version"]) or 0)
         if "dimension" in v:
-            tasks = tasks.filter(Exists(RubricItem.objects.filter(
-                version=OuterRef("rubric_version"), question_ref=OuterRef("response__question__external_id"),
-                dimension__code=v["dimension"])))
+            # Per rubric version, the questions holding an item of the dimension: one-column IN lists
+            # the planner estimates well (a two-column EXISTS was estimated at 3 rows of 56,000 and
+            # walked the whole task index for the first page: 10 s at 100,000 tasks).
+            items = RubricItem.objects.filter(dimension__code=v["dimension"])
+            by_version = Q(pk__in=[])
+            for version_id in self.version_ids:
+                by_version |= Q(rubric_version_id=version_id, response__question__external_id__in=items.filter(
+                    version_id=version_id).values("question_ref"))
+            # The question's project too, so that the lookup by external id uses (project, external_id).
+            tasks = tasks.filter(by_version, response__question__project_id=F("project_id"))
         if "expert" in v:
             tasks = tasks.filter(Exists(Assignment.objects.filter(task=OuterRef("pk"),
                                                                   expert_id=_int(v["expert"]) or 0)))
@@ -121,11 +136,14 @@ def _board_tasks(project: Project) -> QuerySet[Task]:
 
 def board_page(project: Project, *, filters: BoardFilters, after: Any = None) -> BoardPage:
     """Counts by state under the filters, and the page of up to 50 tasks after the task id `after`."""
+    if "dimension" in filters.values:
+        filters.version_ids = list(RubricVersion.objects.filter(rubric_id=project.rubric_id)
+                                   .values_list("pk", flat=True))
     tasks = filters.apply(_board_tasks(project))
     counted = {row["state"]: row["n"] for row in
-               tasks.annotate(state=board_state()).values("state").annotate(n=Count("pk")).order_by()}
+               tasks.annotate(state=board_state(project)).values("state").annotate(n=Count("pk")).order_by()}
     counts = {state: counted.get(state, 0) for state in STATES}
-    listed = tasks.annotate(state=board_state())
+    listed = tasks.annotate(state=board_state(project))
     state = filters.get("state")
     if state:
         listed = listed.filter(state=state if state in STATES else "")
@@ -143,14 +161,29 @@ def board_page(project: Project, *, filters: BoardFilters, after: Any = None) ->
     return BoardPage(counts=counts, total=total, rows=rows[:PAGE_SIZE], next_after=next_after)
 
 
-def board_choices(project: Project) -> dict[str, Any]:
-    """What the filter selects offer: a few small queries, none over the tasks."""
+# Scenes and model names change only on import; reading them means a DISTINCT over every question
+# and response (150 ms of the board's 260 ms at 100,000 tasks), so they are cached for a while.
+CHOICES_CACHE_S = 300
+
+
+def _scenes_and_models(project: Project) -> tuple[list[str], list[str]]:
     questions = Question.objects.filter(project=project)
     scenes = sorted(set(questions.exclude(primary_scene="").values_list("primary_scene", flat=True).distinct())
                     | set(questions.exclude(secondary_scene="").values_list("secondary_scene", flat=True)
                           .distinct()))
     models = list(Response.objects.filter(project=project).values_list("model_name", flat=True)
                   .distinct().order_by("model_name"))
+    return scenes, models
+
+
+def board_choices(project: Project) -> dict[str, Any]:
+    """What the filter selects offer: a few small queries, none over the tasks."""
+    key = f"board-choices:{project.pk}"
+    cached = cache.get(key)
+    if cached is None:
+        cached = _scenes_and_models(project)
+        cache.set(key, cached, CHOICES_CACHE_S)
+    scenes, models = cached
     versions = list(RubricVersion.objects.filter(rubric_id=project.rubric_id).exclude(status="draft")
                     .values_list("number", flat=True).order_by("number"))
     experts = list(project_experts(project).values_list("pk", "expert_profile__pseudonym"))
@@ -182,7 +215,7 @@ class TaskHistory:
 def task_history(project: Project, task_id: Any) -> TaskHistory:
     """Everything that happened to one task of `project`: NotFound for a task of another project."""
     task_pk = _int(task_id)
-    task = (Task.objects.filter(project=project, pk=task_pk).annotate(state=board_state())
+    task = (Task.objects.filter(project=project, pk=task_pk).annotate(state=board_state(project))
             .select_related("response__question", "rubric_version").first() if task_pk else None)
     if task is None:
         raise NotFound("No such task.")

@@ -31,6 +31,10 @@ class Migration(migrations.Migration):
             model_name='task',
             index=models.Index(fields=['project', 'id'], name='task_project_id_idx'),
         ),
+        migrations.AddIndex(
+            model_name='itemconsensus',
+            index=models.Index(fields=['zone', 'task'], name='consensus_zone_task_idx'),
+        ),
         migrations.AddConstraint(
             model_name='project',
             constraint=models.CheckConstraint(condition=models.Q(('judge_agreement_bar_pct__lte', 100)), name='project_judge_bar_range'),

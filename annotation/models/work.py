@@ -241,6 +241,8 @@ class ItemConsensus(models.Model):
                 name="consensus_tied_has_no_majority",
             ),
         ]
+        # The board's states and zone filter: the items of one zone (a few per cent are tied) by task.
+        indexes = [models.Index(fields=["zone", "task"], name="consensus_zone_task_idx")]
 
     def __str__(self) -> str:
         return f"consensus {self.majority} ({self.hit_votes}/{self.total_votes}) item {self.rubric_item_id}"

@@ -396,7 +396,8 @@ def test_a_change_in_the_django_admin_goes_through_the_service_and_its_history(a
                                              "calibration_retry_delay_s", "control_rate_pct",
                                              "control_pause_below_pct", "control_window", "hard_min_tier",
                                              "tie_extra_cap", "appeal_window_days", "consult_split_min_score",
-                                             "consult_split_share_pct", "consult_deadline_h")}
+                                             "consult_split_share_pct", "consult_deadline_h",
+                                             "judge_agreement_bar_pct")}
     form["tie_extra_experts"] = "on"
     form |= {"consult_on_unbroken_tie": "on", "consult_on_score_split": "on", "consult_on_many_splits": "on"}
 

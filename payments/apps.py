@@ -11,12 +11,15 @@ class PaymentsConfig(AppConfig):
         # "payments.ledger_post_earning" by name, and in the embedded mode (eager Celery) a
         # task the process does not know would go to the in-memory broker and be lost.
         # The rubric impact prices re-annotation through a hook annotation offers (it cannot import us).
-        # The review queue rejects through payments for the same reason (the earning is reversed).
+        # The review queue rejects through payments for the same reason (the earning is reversed),
+        # and the quality dashboard's cost card reads the current period's spend through another.
         from annotation.review.rejecting import review_rejecter_register
-        from annotation.rubric_editing.pricing import reannotation_pricer_register
+        from annotation.rubric_editing.pricing import period_spend_register, reannotation_pricer_register
         from payments import receivers, tasks  # noqa: F401
         from payments.pricing import reannotation_price
+        from payments.selectors import project_period_spend
         from payments.services import submission_reject_for_review
 
         reannotation_pricer_register(reannotation_price)
         review_rejecter_register(submission_reject_for_review)
+        period_spend_register(project_period_spend)

@@ -11,6 +11,7 @@ from decimal import Decimal
 from django.db.models import Count, Q, QuerySet, Sum
 
 from annotation.models import Assignment, Difficulty, ItemConsensus, Project
+from annotation.rubric_editing.pricing import PeriodSpend
 from annotation.selectors import project_get_for_user, project_list_for_user
 from core.errors import NotFound
 from experts.models import TIER_ORDER, ExpertProfile, Tier, User
@@ -430,3 +431,21 @@ def payout_rows(batch: PayoutBatch) -> Iterator[list[str]]:
 def payment_settings_for(project: Project) -> PaymentSettings:
     """The project's settings, or the defaults (unsaved) when none were set."""
     return PaymentSettings.objects.filter(project=project).first() or PaymentSettings(project=project)
+
+
+def project_period_spend(project_id: int, at: datetime) -> PeriodSpend | None:
+    """The net cost of the period holding `at` (else the latest period) and per consensus label in it.
+
+    The quality dashboard reads this through `annotation.rubric_editing.pricing.period_spend`
+    (annotation may not import payments); the figures are those of the Costs page's period rows.
+    """
+    periods = Period.objects.filter(project_id=project_id)
+    period = (periods.filter(starts_at__lte=at, ends_at__gt=at).first()
+              or periods.order_by("-starts_at").first())
+    if period is None:
+        return None
+    net = LedgerEntry.objects.filter(period=period).aggregate(net=Sum("amount"))["net"] or ZERO
+    labels = ItemConsensus.objects.filter(task__project_id=project_id, computed_at__gte=period.starts_at,
+                                          computed_at__lt=period.ends_at).count()
+    return PeriodSpend(amount=net, currency=project_currency(project_id), consensus_labels=labels,
+                       per_label=cost_per_label(net, labels), starts_at=period.starts_at, ends_at=period.ends_at)

@@ -87,8 +87,30 @@ def _panel_stats(labels: NDArray[np.int8]) -> dict[str, Any]:
     }
 
 
-def experts_section(m: Material) -> dict[str, Any]:
-    """Agreement among the panel on complete units: overall and per dimension."""
+# Replicates for the panel's overall alpha and AC1 intervals: each one recomputes both statistics
+# on every complete unit, so fewer than the judge's (the percentile bounds move by ~0.01 at 200).
+PANEL_BOOT = 200
+
+
+def _panel_intervals(panel: NDArray[np.int8], clusters: NDArray[np.int64], p: Params) -> dict[str, Any]:
+    """Cluster-bootstrap (whole dialogues) intervals of Krippendorff's alpha and Gwet's AC1."""
+    if panel.shape[0] == 0:
+        return {"krippendorff_alpha_ci": [None, None], "gwet_ac1_ci": [None, None]}
+    alphas: list[float] = []
+    ac1s: list[float] = []
+
+    def both_stats(rows: NDArray[np.int8]) -> float:
+        alphas.append(float(stats.krippendorff_alpha_nominal(rows)))
+        ac1s.append(float(stats.gwet_ac1(rows, 2)))
+        return 0.0
+
+    stats.bootstrap_replicates(both_stats, clusters, panel, n_boot=min(PANEL_BOOT, p.n_boot), seed=p.seed)
+    return {"krippendorff_alpha_ci": interval(stats.percentile_interval(alphas, p.alpha)),
+            "gwet_ac1_ci": interval(stats.percentile_interval(ac1s, p.alpha))}
+
+
+def experts_section(m: Material, p: Params | None = None) -> dict[str, Any]:
+    """Agreement among the panel on complete units: overall (with intervals when `p` is given) and per dimension."""
     d = derive(m)
     complete = d["complete"]
     panel = m.labels[complete]
@@ -108,10 +130,10 @@ def experts_section(m: Material) -> dict[str, Any]:
         rows = order[bounds[i]:bounds[i + 1]]
         if rows.size:
             by_dim.append({"key": m.dims[i].code, **_panel_stats(panel[rows]), **zone_counts(zone[rows])})
-    return {
-        "overall": {**_panel_stats(panel), **zone_counts(zone)},
-        "by_dimension": by_dim,
-    }
+    overall = {**_panel_stats(panel), **zone_counts(zone)}
+    if p is not None:
+        overall.update(_panel_intervals(panel, d["unit_question"][complete], p))
+    return {"overall": overall, "by_dimension": by_dim}
 
 
 def _sliced_agreement(
@@ -474,7 +496,7 @@ def report_sections(m: Material, p: Params) -> dict[str, Any]:
     """Every section of the report, keyed as the payload stores them."""
     return {
         "progress": progress_section(m, p),
-        "panel": experts_section(m),
+        "panel": experts_section(m, p),
         "judge": judge_section(m, p),
         "experts": expert_rows(m, p),
         "leaderboard": leaderboard_section(m, p),

@@ -5,15 +5,18 @@ link behind every figure (the items page, filtered), and the series the charts d
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
+from datetime import date, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
 from django.urls import reverse
-from django.utils.translation import get_language
+from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext as _
 
 from annotation.models import AgreementReport, Project
+from annotation.rubric_editing.pricing import PeriodSpend
 from experts.models import ExpertProfile, Tier
 from rubrics.models import Category
 
@@ -323,3 +326,84 @@ def _curve(row: dict[str, Any]) -> dict[str, Any]:
     return {"points": peer.get("value", []), "rolling": peer.get("rolling", []), "dates": peer.get("date", []),
             "alerts": peer.get("alert", []), "baseline": (row.get("peer") or {}).get("baseline"),
             "golden": golden.get("value", [])}
+
+
+TABS = ("overview", "judge", "experts", "zones", "leaderboard", "disagreements")
+THROUGHPUT_DAYS = 7
+
+
+def tab_links(project: Project, run_id: int | None) -> list[dict[str, str]]:
+    """The dashboard's tabs: the first screen, then one page per long section."""
+    names = {"overview": _("Overview"), "judge": _("Judge"), "experts": _("Experts"),
+             "zones": _("Unanimous and split"), "leaderboard": _("Leaderboard"),
+             "disagreements": _("Disagreements")}
+    base = reverse("quality_dashboard", args=[project.pk])
+    return [{"key": key, "name": names[key],
+             "url": f"{base}?{urlencode({'tab': key, **({'run': run_id} if run_id else {})})}"}
+            for key in TABS]
+
+
+@dataclass(frozen=True)
+class Forecast:
+    done: int
+    total: int
+    per_day: float
+    finish: date | None
+    late: bool | None  # None without a due date or a forecast
+
+
+def forecast_finish(*, done: int, total: int, completed_recently: int, today: date,
+                    due: date | None) -> Forecast:
+    """The finish date if the last days' pace holds: remaining tasks over tasks completed per day."""
+    per_day = completed_recently / THROUGHPUT_DAYS
+    remaining = max(total - done, 0)
+    if remaining == 0:
+        finish: date | None = today
+    elif per_day > 0:
+        finish = today + timedelta(days=math.ceil(remaining / per_day))
+    else:
+        finish = None
+    late = None if (finish is None or due is None) else finish > due
+    return Forecast(done=done, total=total, per_day=per_day, finish=finish, late=late)
+
+
+def headline_cards(*, project: Project, view: ReportView | None, forecast: Forecast,
+                   spend: PeriodSpend | None, links: dict[str, str]) -> list[dict[str, Any]]:
+    """The four questions a PM opens the dashboard with, each answered by one card with its link."""
+    bar = project.judge_agreement_bar_pct / 100
+    overall = ((view.judge or {}).get("overall") if view else None) or {}
+    agreement = overall.get("agreement")
+    judge_pass = None if agreement is None else agreement >= bar
+    panel = (view.payload.get("panel", {}).get("overall", {}) if view else {}) or {}
+    experts = view.payload.get("experts", []) if view else []
+    alerts = sum(bool((r.get("peer") or {}).get("alert_active")) + bool((r.get("golden") or {}).get("alert_active"))
+                 for r in experts)
+    ac1, alpha = panel.get("gwet_ac1"), panel.get("krippendorff_alpha")
+    return [
+        {"key": "judge", "title": _("Can the judge be trusted?"), "link": links["judge"],
+         "value": pct(agreement), "detail": span(overall.get("agreement_ci")),
+         "note": _("bar %(bar)s") % {"bar": f"{project.judge_agreement_bar_pct}%"},
+         "status": None if judge_pass is None else ("pass" if judge_pass else "fail"),
+         "status_text": "" if judge_pass is None else (_("passes") if judge_pass else _("below the bar"))},
+        {"key": "experts", "title": _("Are the experts consistent?"), "link": links["experts"],
+         "value": f"AC1 {dec(ac1)}" if ac1 is not None else f"α {dec(alpha)}",
+         "detail": span(panel.get("gwet_ac1_ci") if ac1 is not None else panel.get("krippendorff_alpha_ci"),
+                        as_pct=False),
+         "note": f"α {dec(alpha)} {span(panel.get('krippendorff_alpha_ci'), as_pct=False)}",
+         "status": "fail" if alerts else ("pass" if experts else None),
+         "status_text": ngettext("%(n)s open alert", "%(n)s open alerts", alerts) % {"n": alerts}},
+        {"key": "time", "title": _("Is the work on time?"), "link": links["time"],
+         "value": f"{forecast.done} / {forecast.total}",
+         "detail": (_("finish %(date)s") % {"date": forecast.finish.isoformat()}) if forecast.finish
+         else _("no pace yet"),
+         "note": (_("due %(date)s") % {"date": project.due_date.isoformat()}) if project.due_date
+         else _("no due date"),
+         "status": None if forecast.late is None else ("fail" if forecast.late else "pass"),
+         "status_text": "" if forecast.late is None else (_("late") if forecast.late else _("on time"))},
+        {"key": "cost", "title": _("What does it cost?"), "link": links["cost"],
+         "value": f"{spend.amount} {spend.currency}" if spend else DASH,
+         "detail": (_("%(amount)s per consensus label") % {"amount": spend.per_label}) if spend and spend.per_label
+         else _("no consensus label this period"),
+         "note": _("this period") if spend else _("no pay period yet"),
+         "status": None, "status_text": ""},
+    ]

@@ -12,11 +12,13 @@ other request with the whole page.
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
@@ -29,8 +31,16 @@ from annotation.agreement.selectors import (
     quality_units_page,
 )
 from annotation.agreement.services import agreement_report_request, judge_run_default
-from annotation.dashboard.context import ReportView
-from annotation.models import JudgeRun, Project
+from annotation.dashboard.context import (
+    TABS,
+    THROUGHPUT_DAYS,
+    ReportView,
+    forecast_finish,
+    headline_cards,
+    tab_links,
+)
+from annotation.models import JudgeRun, Project, Task
+from annotation.rubric_editing.pricing import period_spend
 from annotation.selectors import project_get_for_user, task_progress_for_project
 from core.pages import render_page
 
@@ -52,10 +62,28 @@ def _status_context(project: Project) -> dict[str, Any]:
     return {"project": project, "in_flight": agreement_report_in_flight(project)}
 
 
-def _page_context(project: Project, run: JudgeRun | None) -> dict[str, Any]:
+def _cards(project: Project, view: ReportView | None, progress: Any, run_id: int | None) -> list[dict[str, Any]]:
+    now = timezone.now()
+    recent = Task.objects.filter(project=project, is_golden=False, status=Task.Status.COMPLETE,
+                                 completed_at__gte=now - timedelta(days=THROUGHPUT_DAYS)).count()
+    forecast = forecast_finish(done=progress.complete, total=progress.tasks, completed_recently=recent,
+                               today=timezone.localdate(now), due=project.due_date)
+    tabs = {t["key"]: t["url"] for t in tab_links(project, run_id)}
+    links = {"judge": tabs["judge"], "experts": tabs["experts"], "time": reverse("board", args=[project.pk]),
+             "cost": reverse("project_costs", args=[project.pk])}
+    return headline_cards(project=project, view=view, forecast=forecast,
+                          spend=period_spend(project_id=project.pk, at=now), links=links)
+
+
+def _page_context(project: Project, run: JudgeRun | None, tab: str = "overview") -> dict[str, Any]:
     report = agreement_report_latest(project, judge_run_id=run.pk if run else None)
     view = ReportView(project=project, report=report) if report else None
+    progress = task_progress_for_project(project)
+    run_id = run.pk if run else None
     return {
+        "tab": tab,
+        "tabs": tab_links(project, run_id),
+        "cards": _cards(project, view, progress, run_id),
         **_status_context(project),
         # The report on screen: the status line offers a newer one when it lands.
         "shown_report": str(report.pk) if report else "",
@@ -63,7 +91,7 @@ def _page_context(project: Project, run: JudgeRun | None) -> dict[str, Any]:
         "selected_run": run.pk if run else (report.judge_run_id if report else None),
         "report": report,
         "view": view,
-        "progress": task_progress_for_project(project),
+        "progress": progress,
         # Autoescaped into a data attribute; dashboard.js parses it back.
         "charts": json.dumps(view.charts(), ensure_ascii=False, separators=(",", ":")) if view else "",
     }
@@ -72,10 +100,14 @@ def _page_context(project: Project, run: JudgeRun | None) -> dict[str, Any]:
 @login_required
 @require_GET
 def quality_dashboard(request: HttpRequest, project_id: int) -> HttpResponse:
-    """The newest report, or the newest of the judge run picked with `?run=`."""
+    """The newest report, or the newest of the judge run picked with `?run=`.
+
+    `?tab=` picks the section: the first screen (headline cards) or one long section.
+    """
     project = _managed_project(request, project_id)
     run = _chosen_run(project, request.GET.get("run"))
-    context = _page_context(project, run)
+    tab = request.GET.get("tab", "overview")
+    context = _page_context(project, run, tab if tab in TABS else "overview")
     return render_page(request, PAGE, "report", context)
 
 

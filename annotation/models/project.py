@@ -57,6 +57,8 @@ REVIEW_RUN_LENGTH = SettingRange("review_run_length", 0, 100, 5)
 # with work left is reminded (0: off).
 REMIND_LEASE_MINUTES = SettingRange("remind_lease_minutes", 1, 120, 10)
 REMIND_IDLE_DAYS = SettingRange("remind_idle_days", 0, 60, 3)
+# The quality dashboard's bar for the judge: its headline agreement with the panel, in percent.
+JUDGE_AGREEMENT_BAR_PCT = SettingRange("judge_agreement_bar_pct", 0, 100, 75)
 QUALITY_SETTINGS = (CALIBRATION_THRESHOLD_PCT, CALIBRATION_SIZE, CALIBRATION_RETRY_DELAY_S, CONTROL_RATE_PCT,
                     CONTROL_PAUSE_BELOW_PCT, CONTROL_WINDOW)
 
@@ -129,6 +131,9 @@ class Project(models.Model):
         help_text=_("Hours the blind vote of a consultation runs before the votes are revealed (1–720)."))
     consult_show_judge = models.BooleanField(
         default=False, help_text=_("Show the judge's label and reason when a consultation's votes are revealed."))
+    judge_agreement_bar_pct = models.PositiveSmallIntegerField(
+        default=JUDGE_AGREEMENT_BAR_PCT.default,
+        help_text=_("Headline judge agreement with the panel majority the judge must reach to be trusted (0–100)."))
     due_date = models.DateField(null=True, blank=True)
     min_seconds_per_item = models.PositiveSmallIntegerField(
         default=MIN_SECONDS_PER_ITEM.default,
@@ -211,6 +216,8 @@ class Project(models.Model):
                                    name="project_remind_lease_minutes_range"),
             models.CheckConstraint(condition=Q(remind_idle_days__lte=REMIND_IDLE_DAYS.high),
                                    name="project_remind_idle_days_range"),
+            models.CheckConstraint(condition=Q(judge_agreement_bar_pct__lte=JUDGE_AGREEMENT_BAR_PCT.high),
+                                   name="project_judge_bar_range"),
             models.CheckConstraint(condition=Q(state__in=ProjectState.values), name="project_state_known"),
             models.CheckConstraint(condition=Q(archived_at__isnull=True) | Q(state=ProjectState.CLOSED),
                                    name="project_archived_only_closed"),

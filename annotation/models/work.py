@@ -69,6 +69,8 @@ class Task(models.Model):
                 name="task_open_priority_ring_idx",
             ),
             models.Index(fields=["project", "status"], name="task_project_status_idx"),
+            # The PM's board pages through a project's tasks in id order (keyset paging).
+            models.Index(fields=["project", "id"], name="task_project_id_idx"),
         ]
 
     def __str__(self) -> str:
@@ -252,6 +254,8 @@ class ItemConsensus(models.Model):
                 name="consensus_tied_has_no_majority",
             ),
         ]
+        # The board's states and zone filter: the items of one zone (a few per cent are tied) by task.
+        indexes = [models.Index(fields=["zone", "task"], name="consensus_zone_task_idx")]
 
     def __str__(self) -> str:
         return f"consensus {self.majority} ({self.hit_votes}/{self.total_votes}) item {self.rubric_item_id}"

@@ -32,3 +32,33 @@ def reannotation_cost(*, project_id: int, work: dict[str, int], at: datetime) ->
     if not _pricers:
         return None
     return _pricers[0](project_id, work, at)
+
+
+@dataclass(frozen=True)
+class PeriodSpend:
+    """What a project's current pay period has cost so far, and per consensus label."""
+
+    amount: Decimal
+    currency: str
+    consensus_labels: int
+    per_label: Decimal | None
+    starts_at: datetime | None
+    ends_at: datetime | None
+
+
+# (project id, at) -> the spend of the pay period that holds `at` (or the latest one), None when there is none.
+SpendReader = Callable[[int, datetime], PeriodSpend | None]
+
+_spend_readers: list[SpendReader] = []
+
+
+def period_spend_register(reader: SpendReader) -> None:
+    """Set the function that reads a project's current spend (the quality dashboard's cost card)."""
+    _spend_readers[:] = [reader]
+
+
+def period_spend(*, project_id: int, at: datetime) -> PeriodSpend | None:
+    """The current period's spend, or None when no reader is registered or no period exists."""
+    if not _spend_readers:
+        return None
+    return _spend_readers[0](project_id, at)

@@ -762,7 +762,7 @@ def test_the_dashboard_counts_the_items_left_out_as_ambiguous(client):
     agreement_report_compute(project=project, judge_run=run, now=timezone.now())
     client.force_login(pm)
 
-    page = client.get(reverse("quality_dashboard", args=[project.pk]), {"run": run.pk},
+    page = client.get(reverse("quality_dashboard", args=[project.pk]), {"run": run.pk, "tab": "zones"},
                       HTTP_ACCEPT_LANGUAGE="en").content.decode()
 
     assert "1 item a consultation found ambiguous is left out of the judge's agreement" in page

@@ -47,9 +47,12 @@ def test_the_full_page_shows_the_stored_report(client, reported):
     assert response.status_code == 200
     assert "<html" in html and 'id="quality-report"' in html
     assert "71.4%" in html  # 15 of 21 complete units
-    assert "model-0" in html and "model-1" in html
-    assert experts[0].expert_profile.pseudonym in html
-    assert "q0:2" in html  # first item of the "judge disagrees with a unanimous panel" list
+    # The long sections moved to tabs of the same page.
+    judge = client.get(page_url(project), {"tab": "judge"}).content.decode()
+    assert "model-0" in judge and "model-1" in judge
+    assert experts[0].expert_profile.pseudonym in client.get(page_url(project), {"tab": "experts"}).content.decode()
+    # first item of the "judge disagrees with a unanimous panel" list
+    assert "q0:2" in client.get(page_url(project), {"tab": "disagreements"}).content.decode()
     # Strict CSP: every script is a file, never inline code.
     for tag in re.findall(r"<script[^>]*>", html):
         assert "src=" in tag
@@ -235,7 +238,7 @@ def test_the_page_shows_the_headline_without_the_gate_and_the_gate_on_its_own_li
     client.force_login(project.created_by)
     judge = report.payload["judge"]
 
-    html = client.get(page_url(project), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    html = client.get(page_url(project), {"tab": "judge"}, HTTP_ACCEPT_LANGUAGE="en").content.decode()
 
     headline = f"{100 * judge['overall']['agreement']:.1f}%"
     gate = f"{100 * judge['gate']['agreement']:.1f}%"
@@ -251,7 +254,8 @@ def test_thin_slices_and_scorer_quirks_are_shown_beside_the_figures(client, repo
     client.force_login(project.created_by)
     board = report.payload["leaderboard"]
 
-    html = client.get(page_url(project), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    html = "".join(client.get(page_url(project), {"tab": tab}, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+                   for tab in ("judge", "leaderboard"))
 
     assert html.count("few dialogues") >= len(report.payload["judge"]["by_dimension"])
     assert "Like for like" in html and f"on the {board['tasks']['both']} tasks" in html
@@ -265,7 +269,8 @@ def test_the_report_explanations_read_in_chinese(client, reported_with_gate):
     project, _ = reported_with_gate
     client.force_login(project.created_by)
 
-    html = client.get(page_url(project), HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    html = "".join(client.get(page_url(project), {"tab": tab}, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+                   for tab in ("judge", "leaderboard"))
 
     assert "门槛项：一致率" in html and "同口径对比" in html and "对话较少" in html
     assert "这些分数背后的评分规则特性" in html

@@ -31,7 +31,7 @@ def pages_for(role: str, project_id: int) -> list[str]:
     p = f"/projects/{project_id}"
     return {
         "expert": ["/", "/payments/", "/me/portrait/", "/notifications/", f"{p}/calibration/"],
-        "pm": ["/", f"{p}/", f"{p}/rubric/", f"{p}/quality/", f"{p}/experts/", f"{p}/dashboard/",
+        "pm": ["/", f"{p}/", f"{p}/rubric/", f"{p}/quality/", f"{p}/experts/", f"{p}/dashboard/", f"{p}/board/",
                f"{p}/quality/items/", f"{p}/judge-runs/", "/payments/costs/", f"/payments/costs/{project_id}/",
                "/notifications/"],
         "admin": ["/", "/payments/costs/", f"/payments/costs/{project_id}/", f"{p}/"],

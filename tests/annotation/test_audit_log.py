@@ -65,7 +65,7 @@ def _raw(sql, params=()):
         cursor.execute(sql, params)
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="the PostgreSQL trigger")
+@pytest.mark.postgres  # the PostgreSQL trigger (CI always runs on PostgreSQL)
 @pytest.mark.parametrize("sql", ["UPDATE annotation_auditentry SET action = 'export' WHERE id = %s",
                                  "UPDATE annotation_auditentry SET details = '{}'::jsonb WHERE id = %s",
                                  "DELETE FROM annotation_auditentry WHERE id = %s"])

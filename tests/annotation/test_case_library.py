@@ -23,7 +23,8 @@ from tests.support.library import CASES, seed_cases
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
-postgres_only = pytest.mark.skipif("connection.vendor != 'postgresql'", reason="pg_trgm ranking is PostgreSQL's")
+# pg_trgm ranking and real threads need PostgreSQL (CI always runs on it; see tests/conftest.py).
+postgres_only = pytest.mark.postgres
 
 
 @pytest.fixture

@@ -8,6 +8,28 @@ from tests.factories import AdminFactory, ExpertFactory, PMFactory
 
 
 @pytest.fixture(autouse=True)
+def _no_dns(monkeypatch):
+    """Tests never look a name up: the guarded outbound client resolves only loopback names and
+    address literals here, so a webhook or judge URL naming a real host fails as "cannot be
+    resolved" instead of sending a DNS query (or anything else) off this machine."""
+    import ipaddress
+
+    from core import outbound
+
+    real = outbound._system_resolve
+
+    def resolve(host: str, port: int) -> list[str]:
+        try:
+            ipaddress.ip_address(host.strip("[]"))
+        except ValueError:
+            if host != "localhost" and not host.endswith(".localhost"):
+                raise outbound.OutboundError(f"The host {host} cannot be resolved.", error_class="dns") from None
+        return real(host, port)
+
+    monkeypatch.setattr(outbound, "_system_resolve", resolve)
+
+
+@pytest.fixture(autouse=True)
 def _migrated_rows(request):
     """The dimension taxonomy and the default tier rules come from data migrations; a
     transactional test's flush removes them, so tests that use the database get them back

@@ -218,7 +218,7 @@ def test_an_export_writes_one_entry(pm, project):
 
 
 def test_starting_a_judge_run_writes_one_entry_without_the_key(pm, project):
-    run = judge_run_start(project=project, name="run-1", base_url="https://llm.example.com/v1", judge_model="j",
+    run = judge_run_start(project=project, name="run-1", base_url="https://llm.invalid/v1", judge_model="j",
                           api_key="sk-very-secret", api_key_env=None, requests_per_second=1, created_by=pm)
 
     entry = the_entry("judge_run.start")

@@ -36,7 +36,7 @@ ERROR_TEMPLATE = "partials/domain_error.html"
 
 
 def control_character(text: str) -> str | None:
-    """The first control character of `text` as U+XXXX, or None."""
+    """The first control character of `text` as its code point ("U+0000" for a NUL), or None."""
     found = CONTROL.search(text)
     return None if found is None else f"U+{ord(found.group()):04X}"
 

@@ -14,6 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import translation
 
+from core.api import MAX_ERRORS
 from core.errors import DomainError, NotFound, error_message, field_error_message
 
 ERROR_TEMPLATE = "partials/domain_error.html"
@@ -34,7 +35,7 @@ class DomainErrorMiddleware:
         context = {
             "error": error_message(exception),
             # A page lists the first fields at fault; the message above gives the count.
-            "error_fields": [{**e, "message": field_error_message(e)} for e in exception.errors[:100]],
+            "error_fields": [{**e, "message": field_error_message(e)} for e in exception.errors[:MAX_ERRORS]],
         }
         htmx = getattr(request, "htmx", False)
         name = f"{ERROR_TEMPLATE}#error" if htmx else ERROR_TEMPLATE

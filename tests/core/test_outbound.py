@@ -105,3 +105,19 @@ def test_a_closed_port_is_a_connect_error_not_a_crash():
     with override_settings(RUBRICA_OUTBOUND_ALLOWED_HOSTS=["127.0.0.1"]), pytest.raises(OutboundError) as caught:
         outbound_request("GET", "http://127.0.0.1:8689/", timeout_s=2)
     assert caught.value.error_class == "connect"
+
+
+def test_under_pytest_a_host_name_is_never_looked_up(monkeypatch):
+    """The suite's guard (tests/conftest.py `_no_dns`): a name fails as unresolvable, and the system
+    resolver is not even asked, so no test can send a DNS query off this machine."""
+    import socket
+
+    from core import outbound
+
+    asked: list[str] = []
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, *args, **kwargs: asked.append(host) or [])
+
+    with pytest.raises(outbound.OutboundError) as refused:
+        outbound._system_resolve("hooks.example.com", 443)
+
+    assert refused.value.error_class == "dns" and asked == []

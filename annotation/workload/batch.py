@@ -3,7 +3,10 @@
 Each operation either completes or changes nothing: it runs in one transaction, and the first
 refusal (a task with regular work marked golden, an expert who is not in the project) rolls
 back what the operation did before it. The pages ask first (`core.confirm`) with the counts
-`batch_preview` gives, and report what was done after.
+`tasks_preview` gives, and report what was done after; `annotation.workload.jobs` applies each
+confirmation once, in the request or, for a large set, in a worker that follows the `progress`
+callback the task operations call after each slice of CHUNK tasks. Each operation writes one
+audit entry with the ids it touched, in its own transaction.
 
 Rejecting a set of submissions moves money too, so it lives in `payments.batch` (payments may
 import annotation, never the reverse).

@@ -27,7 +27,7 @@ def _value(obj: models.Model, name: str) -> Any:
     if field.many_to_many:
         return sorted(str(related) for related in getattr(obj, name).all())
     if field.is_relation:
-        return getattr(obj, field.attname)
+        return getattr(obj, f"{name}_id")
     return getattr(obj, name)
 
 
@@ -92,7 +92,7 @@ class ObjectPermissionAdmin(AuditedAdminMixin, admin.ModelAdmin):
         content_type = getattr(obj, "content_type", None)
         if content_type is not None and (content_type.app_label, content_type.model) == ("annotation", "project"):
             try:
-                pk = int(obj.object_pk)
+                pk = int(getattr(obj, "object_pk", ""))
             except (TypeError, ValueError):
                 return None
             return pk if Project.objects.filter(pk=pk).exists() else None

@@ -8,7 +8,8 @@ log. A client's id is taken only if it is short and plain: it ends up in logs an
 import logging
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 
 from django.http import HttpRequest, HttpResponse
@@ -21,6 +22,17 @@ _current: ContextVar[str] = ContextVar("rubrica_request_id", default="")
 def request_id_current() -> str:
     """The id of the request this code runs for, or "" outside a request (a worker, a command)."""
     return _current.get()
+
+
+@contextmanager
+def request_id_bound(request_id: str) -> Iterator[None]:
+    """Run the block as part of request `request_id`: a worker finishing what a request queued
+    (a large batch operation) writes its audit entries and log lines under the request's id."""
+    token = _current.set(request_id if _ACCEPTABLE.match(request_id or "") else "")
+    try:
+        yield
+    finally:
+        _current.reset(token)
 
 
 class RequestIdMiddleware:

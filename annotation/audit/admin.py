@@ -80,7 +80,21 @@ class AuditedAdminMixin:
 
 
 class ObjectPermissionAdmin(AuditedAdminMixin, admin.ModelAdmin):
-    """A django-guardian object permission: on a project, a membership (manage or annotate)."""
+    """A django-guardian object permission: on a project, a membership (manage or annotate).
+
+    Read-only here: a membership changes on the project's roster page, whose service ends the
+    member's leases and writes the MembershipEvent (and the audit entry). Granting or revoking the
+    raw permission in the admin would skip both. The audit hooks stay in case a subclass opens it.
+    """
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: models.Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: models.Model | None = None) -> bool:
+        return False
 
     audit_fields = ("permission", "content_type", "object_pk", "user")
     list_display = ("__str__", "content_type", "object_pk")

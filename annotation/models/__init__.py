@@ -1,5 +1,6 @@
 """Annotation models, split by sub-domain; import them from here."""
 from .audit import AuditAction, AuditEntry
+from .benchmark import BenchmarkGates, BenchmarkReport
 from .consultations import (
     Adjudication,
     Consultation,
@@ -35,6 +36,8 @@ __all__ = [
     "Outcome",
     "RubricItemSuggestion",
     "AgreementReport",
+    "BenchmarkGates",
+    "BenchmarkReport",
     "ExportJob",
     "JudgeLabel",
     "JudgeRun",

@@ -135,7 +135,7 @@ class BenchmarkView:
         rows = []
         for k in human["order"]:
             cells = []
-            for side, s in self.sides.items():
+            for s in self.sides.values():
                 cells.append({"score": dec(s["overall"][k], 2), "ci": span(s["overall_ci"][k]),
                               "rank": s["rank"][k], "kept": pct(s["rank_keep_share"][k], 0),
                               "near": pct(s["rank_near_share"][k], 0)})
@@ -200,7 +200,7 @@ class BenchmarkView:
         rows = []
         for k in human["order"]:
             cells = []
-            for side, s in self.sides.items():
+            for s in self.sides.values():
                 scores = [layer[k] for layer in s["layers"]["scores"]]
                 drop = (scores[0] - scores[-1]) if len(scores) >= 2 and None not in (scores[0], scores[-1]) else None
                 cells.append({"scores": [dec(x, 2) for x in scores], "drop": dec(drop, 2)})
@@ -233,7 +233,7 @@ class BenchmarkView:
                                       for s in self.sides.values()]} for k in human["order"]],
             })
             y = i * ABILITY_ROW_H
-            bar = {"name": self.dim_name(code), "label_y": y + 12, "bars": []}
+            bar: dict[str, Any] = {"name": self.dim_name(code), "label_y": y + 12, "bars": []}
             for j, side in enumerate(self.sides):
                 value = means[side]
                 bar["bars"].append({"side": side, "y": y + ABILITY_LABEL_H + j * (ABILITY_BAR_H + 2),

@@ -168,8 +168,10 @@ def benchmark_payload(*, project: Project, run: JudgeRun | None, now: datetime) 
         "project_id": project.pk,
         "rubric_version": None if version is None else {"id": version.pk, "number": version.number},
         "judge_run": None if run is None else {"id": run.pk, "name": run.name, "judge_model": run.judge_model},
-        "labels_state": None if state is None else {"agreement_report": state.pk,
-                                                    "computed_at": state.computed_at.isoformat()},
+        "labels_state": None if state is None else {
+            "agreement_report": state.pk,
+            "computed_at": state.computed_at.isoformat() if state.computed_at else None,
+        },
         "computed_at": now.isoformat(),
         "dimensions": [{"code": d.code, "name_zh": d.name_zh, "name_en": d.name_en, "is_gate": d.is_gate}
                        for d in material.dims],

@@ -81,7 +81,7 @@ def benchmark_report_recompute(request: HttpRequest, project_id: int) -> HttpRes
     run = _chosen_run(project, request.POST.get("run"))
     benchmark_report_request(project=project, run=run, now=timezone.now())
     url = reverse("benchmark_report", args=[project.pk]) + (f"?run={run.pk}" if run else "")
-    if request.htmx:
+    if request.headers.get("HX-Request"):
         return render_page(request, PAGE, "report", _context(project, run))
     return redirect(url)
 

@@ -39,6 +39,10 @@ def span(pair: list[float | None] | None, digits: int = 1) -> str:
     return f"{pair[0]:.{digits}f} – {pair[1]:.{digits}f}"
 
 
+def _svg(value: float) -> str:
+    return f"{value:.2f}"
+
+
 def _mean(values: list[float | None]) -> float | None:
     real = [v for v in values if v is not None and math.isfinite(v)]
     return sum(real) / len(real) if real else None
@@ -86,7 +90,10 @@ class BenchmarkView:
             "spread": (_("Spread"), _("Best minus worst model score"), f"≥ {dec(t.spread_min)}", False),
             "separation": (_("Separation of tiers"), _("Share of the resamples that keep the full order of the models"),
                            f"≥ {pct(t.separation_min)}", True),
-            "gaps": (_("Significant gaps"), _("Share of adjacent pairs whose gap has a 95% interval excluding 0"),
+            "gaps": (_("Significant gaps"),
+                     # Not a format string: the percent sign is literal.
+                     # xgettext:no-python-format
+                     _("Share of adjacent pairs whose gap has a 95% interval excluding 0"),
                      f"≥ {pct(t.gaps_significant_min)}", True),
             "saturation": (_("No saturation"), _("Score of the best model, out of 100"), f"< {dec(t.saturation_max)}",
                            False),
@@ -183,32 +190,39 @@ class BenchmarkView:
                               "iqr": span([q[1], q[3]]), "range": span([q[0], q[4]])})
                 if None not in q:
                     y = 4 + 12 * i
-                    boxes.append({"side": side, "y": y, "mid": y + 4, "low": q[0] * scale, "q1": q[1] * scale,
-                                  "box": max(0.5, (q[3] - q[1]) * scale), "median": q[2] * scale,
-                                  "high": q[4] * scale,
-                                  "mean": (d["mean"][k] or 0) * scale})
+                    # Coordinates as text: the template then prints them without number formatting.
+                    boxes.append({"side": side, "y": str(y), "y_end": str(y + 8), "mid": str(y + 4),
+                                  "low": _svg(q[0] * scale), "q1": _svg(q[1] * scale),
+                                  "box": _svg(max(0.5, (q[3] - q[1]) * scale)), "median": _svg(q[2] * scale),
+                                  "high": _svg(q[4] * scale), "mean": _svg((d["mean"][k] or 0) * scale)})
             rows.append({"model": self.models[k], "cells": cells, "boxes": boxes,
                          "height": 8 + 12 * len(self.sides)})
         return rows
 
     def layers(self) -> dict[str, Any]:
-        """Normal vs hard (every difficulty the questions carry): scores per model and side."""
+        """Normal vs hard (every difficulty the questions carry, normal first): scores per model and side."""
         human = self.sides.get("human")
         if not human:
-            return {"names": [], "rows": []}
+            return {"names": [], "heads": [], "rows": [], "two": False}
         names = human["layers"]["names"]
+        # Normal first, hard last, any other difficulty between: the drop reads "normal minus hard".
+        rank = {"normal": 0, "hard": 2}
+        shown = sorted(range(len(names)), key=lambda x: (rank.get(names[x], 1), names[x]))
+        pair = (names.index("normal"), names.index("hard")) if {"normal", "hard"} <= set(names) else None
         rows = []
         for k in human["order"]:
             cells = []
             for s in self.sides.values():
                 scores = [layer[k] for layer in s["layers"]["scores"]]
-                drop = (scores[0] - scores[-1]) if len(scores) >= 2 and None not in (scores[0], scores[-1]) else None
-                cells.append({"scores": [dec(x, 2) for x in scores], "drop": dec(drop, 2)})
+                drop = None
+                if pair and scores[pair[0]] is not None and scores[pair[1]] is not None:
+                    drop = scores[pair[0]] - scores[pair[1]]
+                cells.append({"scores": [dec(scores[x], 2) for x in shown], "drop": dec(drop, 2)})
             rows.append({"model": self.models[k], "cells": cells})
-        return {"names": [self.layer_name(n) for n in names],
-                "heads": [{"name": self.layer_name(n), "questions": q}
-                          for n, q in zip(names, human["layers"]["questions"])],
-                "rows": rows, "two": len(names) >= 2}
+        return {"names": [self.layer_name(names[x]) for x in shown],
+                "heads": [{"name": self.layer_name(names[x]), "questions": human["layers"]["questions"][x]}
+                          for x in shown],
+                "rows": rows, "two": pair is not None}
 
     def abilities(self) -> dict[str, Any]:
         """The abilities (rubric dimensions), averaged over the models, per side; chart geometry; per-model detail."""
@@ -236,13 +250,13 @@ class BenchmarkView:
             bar: dict[str, Any] = {"name": self.dim_name(code), "label_y": y + 12, "bars": []}
             for j, side in enumerate(self.sides):
                 value = means[side]
-                bar["bars"].append({"side": side, "y": y + ABILITY_LABEL_H + j * (ABILITY_BAR_H + 2),
-                                    "width": max(0.0, (value or 0) * scale), "text": dec(value),
-                                    "text_x": max(0.0, (value or 0) * scale) + 4,
-                                    "text_y": y + ABILITY_LABEL_H + j * (ABILITY_BAR_H + 2) + ABILITY_BAR_H - 1})
+                width = max(0.0, (value or 0) * scale)
+                bar["bars"].append({"side": side, "y": str(y + ABILITY_LABEL_H + j * (ABILITY_BAR_H + 2)),
+                                    "width": _svg(width), "text": dec(value), "text_x": _svg(width + 4),
+                                    "text_y": str(y + ABILITY_LABEL_H + j * (ABILITY_BAR_H + 2) + ABILITY_BAR_H - 1)})
             bars.append(bar)
         height = max(1, len(codes)) * ABILITY_ROW_H
-        ticks = [{"x": v * scale, "label": str(v)} for v in (0, 25, 50, 75, 100)]
+        ticks = [{"x": _svg(v * scale), "label": str(v)} for v in (0, 25, 50, 75, 100)]
         return {"rows": rows, "chart": {"width": ABILITY_WIDTH, "height": height + 14, "axis_y": height,
                                         "rows": bars, "ticks": ticks, "plot": ABILITY_PLOT}}
 

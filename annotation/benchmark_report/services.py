@@ -42,10 +42,13 @@ TASK_NAME = "annotation.benchmark_report_compute"
 # ------------------------------------------------------------------------ thresholds
 
 
-def benchmark_thresholds(*, project: Project) -> Thresholds:
-    """The project's gate bars, as shares and points; the defaults while the PM has set none."""
-    row = BenchmarkGates.objects.filter(project=project).first()
-    if row is None:
+def benchmark_thresholds(*, project: Project, row: BenchmarkGates | None = None) -> Thresholds:
+    """The project's gate bars, as shares and points; the defaults while the PM has set none.
+
+    `row` is the project's gates row when the caller already read it (an unsaved row: the defaults).
+    """
+    row = row if row is not None else BenchmarkGates.objects.filter(project=project).first()
+    if row is None or row.pk is None:
         return Thresholds()
     return Thresholds(spread_min=row.spread_min, separation_min=row.separation_min_pct / 100,
                       gaps_significant_min=row.gaps_significant_min_pct / 100, saturation_max=row.saturation_max,

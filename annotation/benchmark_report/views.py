@@ -47,8 +47,10 @@ def _chosen_run(project: Project, raw: str | None) -> JudgeRun | None:
 def _context(project: Project, run: JudgeRun | None, form: BenchmarkGatesForm | None = None) -> dict[str, Any]:
     shown = benchmark_report_shown(project=project, run=run, now=timezone.now())
     report = shown.report
-    view = BenchmarkView(payload=report.payload, thresholds=benchmark_thresholds(project=project)) if report else None
     gates_row = BenchmarkGates.objects.filter(project=project).first() or BenchmarkGates(project=project)
+    thresholds = benchmark_thresholds(project=project, row=gates_row)
+    view = BenchmarkView(payload=report.payload, thresholds=thresholds) if report else None
+    bars_at = gates_row.updated_at.timestamp() if gates_row.updated_at else 0
     return {
         "project": project,
         "run": run,
@@ -58,6 +60,7 @@ def _context(project: Project, run: JudgeRun | None, form: BenchmarkGatesForm | 
         "in_flight": shown.in_flight,
         "failed": shown.failed,
         "view": view,
+        "cache_bits": f"{report.pk if report else 0}-{bars_at}",
         "form": form or BenchmarkGatesForm(instance=gates_row),
         "dashboard_url": reverse("quality_dashboard", args=[project.pk]),
         "self_url": reverse("benchmark_report", args=[project.pk]) + (f"?run={run.pk}" if run else ""),

@@ -44,7 +44,7 @@ def page(project) -> str:
 def gate_cell(html: str, gate: str, side: str) -> str:
     row = re.search(rf'<tr data-gate="{gate}">(.*?)</tr>', html, re.S)
     assert row, gate
-    cell = re.search(rf'<td class="num" data-side="{side}">(.*?)</td>', row.group(1), re.S)
+    cell = re.search(rf'<td class="num" data-side="{side}"[^>]*>(.*?)</td>', row.group(1), re.S)
     assert cell, side
     return " ".join(cell.group(1).split())
 

@@ -21,6 +21,7 @@ def leases_expire_task() -> int:
         total += n
     return total
 from annotation.agreement.tasks import *  # noqa: F401,F403
+from annotation.benchmark_report.tasks import *  # noqa: F401,F403
 from annotation.consultations.tasks import *  # noqa: F401,F403
 from annotation.exchange.tasks import *  # noqa: F401,F403
 from annotation.judging.tasks import *  # noqa: F401,F403

@@ -20,6 +20,7 @@ urlpatterns = [
     path("", include("annotation.rubric_editing.urls")),
     path("", include("annotation.guidelines.urls")),
     path("", include("annotation.dashboard.urls")),
+    path("", include("annotation.benchmark_report.urls")),
     path("", include("annotation.board.urls")),
     path("", include("annotation.roster.urls")),
     path("", include("annotation.library.urls")),

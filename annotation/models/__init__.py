@@ -1,6 +1,7 @@
 """Annotation models, split by sub-domain; import them from here."""
 from .audit import AuditAction, AuditEntry
 from .batch import BatchJob
+from .benchmark import BenchmarkGates, BenchmarkReport
 from .consultations import (
     Adjudication,
     Consultation,
@@ -37,6 +38,8 @@ __all__ = [
     "Outcome",
     "RubricItemSuggestion",
     "AgreementReport",
+    "BenchmarkGates",
+    "BenchmarkReport",
     "ExportJob",
     "JudgeLabel",
     "JudgeRun",

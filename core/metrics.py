@@ -27,6 +27,7 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
@@ -175,7 +176,7 @@ def _allowed(request: HttpRequest) -> int:
 def metrics_view(request: HttpRequest) -> HttpResponse:
     status = _allowed(request)
     if status != 200:
-        response = HttpResponse("Sign in as an admin or send the metrics token.\n", status=status,
+        response = HttpResponse(_("Sign in as an admin or send the metrics token.") + "\n", status=status,
                                 content_type="text/plain; charset=utf-8")
         if status == 401:
             response["WWW-Authenticate"] = 'Bearer realm="metrics"'

@@ -113,8 +113,13 @@ class ScrapeTimeCollector(Collector):
     def collect(self) -> Iterator[Any]:
         yield from self._redis_families()
         for name, documentation, read in _gauge_sources:
+            try:
+                value = float(read())
+            except Exception:  # one source failing (the database down) leaves the other metrics readable
+                logger.warning("metrics source failed", extra={"metric": name}, exc_info=True)
+                continue
             family = GaugeMetricFamily(name, documentation)
-            family.add_metric([], float(read()))
+            family.add_metric([], value)
             yield family
 
     def _redis_families(self) -> Iterable[Any]:

@@ -140,3 +140,18 @@ def test_task_outcomes_are_counted_by_task_and_outcome_for_an_admin_session():
     assert delta("tests.metrics_fails", "succeeded") == 0
     assert delta("tests.metrics_retries", "retried") == 1
     assert settings.REDIS_URL  # the counters live in Redis, as in production
+
+
+def test_a_failing_source_leaves_the_other_metrics_readable(token, monkeypatch):
+    from core import metrics
+
+    def broken() -> float:
+        raise RuntimeError("database gone")
+
+    monkeypatch.setattr(metrics, "_gauge_sources", [("rubrica_broken", "fails", broken), *metrics._gauge_sources])
+
+    response = Client().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+
+    families = _families(response.content)
+    assert response.status_code == 200
+    assert "rubrica_broken" not in families and "rubrica_leases_open" in families

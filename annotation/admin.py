@@ -21,9 +21,13 @@ number would cast every row.
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.auth.admin import GroupAdmin
+from django.contrib.auth.models import Group
 from django.http import HttpRequest
 from django.utils import timezone
+from guardian.models import GroupObjectPermission, UserObjectPermission
 
+from annotation.audit.admin import AuditedAdminMixin, GroupObjectPermissionAdmin, ObjectPermissionAdmin
 from annotation.models import (
     Adjudication,
     Assignment,
@@ -44,6 +48,8 @@ from annotation.models import (
 from annotation.projects.fields import BY_NAME
 from annotation.projects.services import project_settings_update
 from core.admin import ReadOnlyAdmin
+from experts.admin import RubricaUserAdmin
+from experts.models import User
 
 
 class _ReadOnlyAdmin(ReadOnlyAdmin):
@@ -244,3 +250,22 @@ class FaqEntryAdmin(_ReadOnlyAdmin):
     list_select_related = ("project", "asked_by", "answered_by")
     search_fields = ("question",)
     raw_id_fields = ("project", "asked_by", "answered_by", "source_question")
+
+
+# Roles and permissions changed here go to the audit log (annotation.audit.admin): the account
+# admin of `experts` and Django's group admin are registered again with the audit hooks, and
+# guardian's object permissions (the project memberships) get an audited admin of their own.
+class AuditedUserAdmin(AuditedAdminMixin, RubricaUserAdmin):
+    audit_fields = ("role", "is_active", "is_staff", "is_superuser", "groups", "user_permissions")
+
+
+class AuditedGroupAdmin(AuditedAdminMixin, GroupAdmin):
+    audit_fields = ("name", "permissions")
+
+
+for _model, _admin in ((User, AuditedUserAdmin), (Group, AuditedGroupAdmin)):
+    if admin.site.is_registered(_model):
+        admin.site.unregister(_model)
+    admin.site.register(_model, _admin)
+admin.site.register(UserObjectPermission, ObjectPermissionAdmin)
+admin.site.register(GroupObjectPermission, GroupObjectPermissionAdmin)

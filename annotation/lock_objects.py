@@ -29,10 +29,15 @@ Apart from that chain, each on its own and never inside it:
 * `Invitation` (`invitation_lock`) while a use is counted and the member added (no other
   lock is held then; ending a removed member's leases runs after, through the chain above).
 
+* `BatchJob` (`batch_job_lock`): a worker applying a queued batch holds it for the whole
+  batch, then takes the chain above inside it (a second delivery of the same job waits
+  here, then finds it done). Nothing else locks it.
+
 Money has its own list in `payments.lock_objects`; ledger posting holds no lock of this app.
 """
 from annotation.models import (
     Assignment,
+    BatchJob,
     CalibrationAttempt,
     Consultation,
     Invitation,
@@ -100,3 +105,8 @@ def tasks_lock(task_ids: list[int]) -> list[int]:
     """Lock many tasks of one project in ascending pk (a settings change that gives them slots)."""
     return list(Task.objects.select_for_update(of=("self",)).filter(pk__in=task_ids).order_by("pk")
                 .values_list("pk", flat=True))
+
+
+def batch_job_lock(job_id: int) -> BatchJob | None:
+    return (BatchJob.objects.select_for_update(of=("self",)).select_related("project", "created_by")
+            .filter(pk=job_id).first())

@@ -26,6 +26,7 @@ from annotation.exchange.tasks import *  # noqa: F401,F403
 from annotation.judging.tasks import *  # noqa: F401,F403
 from annotation.review.tasks import *  # noqa: F401,F403
 from annotation.webhooks.tasks import *  # noqa: F401,F403
+from annotation.workload.tasks import *  # noqa: F401,F403
 
 
 @shared_task(name="annotation.expert_evaluate", acks_late=True, soft_time_limit=60, time_limit=90,

@@ -11,6 +11,9 @@ from typing import Any
 
 from core.error_codes import GENERIC_CODES, ErrorCode
 
+# At most this many entries of `DomainError.errors` are shown (API body, error page).
+MAX_ERRORS = 100
+
 
 class DomainError(Exception):
     """A request the domain refuses, with a message a user can act on."""

@@ -8,7 +8,8 @@ log. A client's id is taken only if it is short and plain: it ends up in logs an
 import logging
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar, Token
 
 from django.http import HttpRequest, HttpResponse
@@ -30,6 +31,17 @@ def request_id_bind(request_id: str) -> Token[str]:
 
 def request_id_reset(token: Token[str]) -> None:
     _current.reset(token)
+
+
+@contextmanager
+def request_id_bound(request_id: str) -> Iterator[None]:
+    """Run the block as part of request `request_id`: a worker finishing what a request queued
+    (a large batch operation) writes its audit entries and log lines under the request's id."""
+    token = _current.set(request_id if _ACCEPTABLE.match(request_id or "") else "")
+    try:
+        yield
+    finally:
+        _current.reset(token)
 
 
 class RequestIdMiddleware:

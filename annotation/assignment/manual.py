@@ -23,9 +23,10 @@ from django.db import transaction
 from annotation import permissions
 from annotation.assignment.selectors import difficulties_for
 from annotation.assignment.services import _slot_return, expert_check_room, free_slot
+from annotation.audit.services import audit_record
 from annotation.calibration.services import calibration_check
 from annotation.lock_objects import assignment_lock, expert_profile_lock, project_lock, tasks_lock
-from annotation.models import Assignment, Draft, Project, Task
+from annotation.models import Assignment, AuditAction, Draft, Project, Task
 from annotation.models.work import PRIORITY_MAX
 from annotation.projects.rules import project_check_leasing, project_check_writable
 from annotation.selectors import rubric_version_current
@@ -116,12 +117,13 @@ class ByHand:
 
 
 def assignments_create_by_hand(*, project: Project, task_ids: list[int], experts: list[User], by: User | None,
-                               now: datetime) -> ByHand:
+                               now: datetime, audited: bool = True) -> ByHand:
     """Lease each of `task_ids` (tasks of `project`) to each of `experts`, or nothing at all.
 
     For urgent work: the leases run the project's lease timeout from `now`, and the expert's
     "next task" returns them first. Raises DomainError naming the first expert or task that
     breaks a rule (see the module docstring); NotFound for a task of another project.
+    The audit log gets one entry (unless `audited` is False: a batch writes its own).
     """
     experts = list({e.pk: e for e in experts}.values())
     if not experts:
@@ -145,15 +147,21 @@ def assignments_create_by_hand(*, project: Project, task_ids: list[int], experts
                 if refusal is not None:
                     raise refusal
                 created.append(_lease_locked(task=task, expert=expert, now=now))
+        if audited:
+            audit_record(actor=by, action=AuditAction.ASSIGN_BY_HAND, project_id=project.pk, now=now,
+                         object_type="annotation.task", object_ids=[t.pk for t in tasks],
+                         details={"experts": [e.pk for e in experts], "assignments": [a.pk for a in created]})
     logger.info("assigned by hand", extra={"project_id": project.pk, "by": by.pk if by else None,
                                            "tasks": len(tasks), "experts": len(experts)})
     return ByHand(assignments=created)
 
 
-def tasks_set_priority(*, project: Project, task_ids: list[int], priority, by: User | None) -> int:
+def tasks_set_priority(*, project: Project, task_ids: list[int], priority, by: User | None,
+                       audited: bool = True) -> int:
     """Give the project's tasks `task_ids` the priority (0 to PRIORITY_MAX; higher is drawn first).
 
-    Returns how many tasks changed. One statement: all of them or none.
+    Returns how many tasks changed. One statement: all of them or none; one audit entry when any
+    changed (unless `audited` is False: a batch writes its own).
     """
     try:
         value = int(str(priority).strip())
@@ -178,6 +186,10 @@ def tasks_set_priority(*, project: Project, task_ids: list[int], priority, by: U
         if flag != locked.has_priorities:
             Project.objects.filter(pk=project.pk).update(has_priorities=flag)
         project.has_priorities = flag
+        if audited and changed:
+            audit_record(actor=by, action=AuditAction.TASK_PRIORITY, project_id=project.pk,
+                         object_type="annotation.task", object_ids=ids,
+                         details={"priority": value, "changed": changed})
     logger.info("task priority set", extra={"project_id": project.pk, "by": by.pk if by else None,
                                             "tasks": changed, "priority": value})
     return changed
@@ -208,7 +220,8 @@ def leases_hand_over(*, project: Project, expert: User, to: list[User], by: User
     who may take that task under every rule of a claim; the new lease runs a full timeout and
     gets a copy of the draft (marks and notes). A lease nobody in `to` may take returns to the
     pool. Either way the old lease ends as "released" (never revived for the old expert, whose
-    draft stays). Raises DomainError when `to` is empty or names `expert`.
+    draft stays). Raises DomainError when `to` is empty or names `expert`. One audit entry names
+    the old leases, the experts and what moved where.
     """
     targets = [t for t in {u.pk: u for u in to}.values()]
     if not targets:
@@ -256,6 +269,11 @@ def leases_hand_over(*, project: Project, expert: User, to: list[User], by: User
             if draft is not None:
                 Draft.objects.create(assignment=new, labels=dict(draft.labels), notes=dict(draft.notes))
             moved.append(new)
+        if moved or returned:
+            audit_record(actor=by, action=AuditAction.LEASES_HAND_OVER, project_id=project.pk, now=now,
+                         object_type="annotation.assignment", object_ids=[pk for pk, _task in lease_ids],
+                         details={"from": expert.pk, "to": [t.pk for t in targets],
+                                  "moved": [a.pk for a in moved], "returned": [a.pk for a in returned]})
     logger.info("leases handed over", extra={"project_id": project.pk, "from": expert.pk, "by": by.pk if by else None,
                                              "moved": len(moved), "returned": len(returned)})
     return HandOver(moved=moved, returned=returned)

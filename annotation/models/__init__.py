@@ -1,5 +1,6 @@
 """Annotation models, split by sub-domain; import them from here."""
 from .audit import AuditAction, AuditEntry
+from .batch import BatchJob
 from .consultations import (
     Adjudication,
     Consultation,
@@ -23,6 +24,7 @@ from .work import Assignment, Draft, IdempotencyRecord, ItemConsensus, Label, Ta
 __all__ = [
     "AuditAction",
     "AuditEntry",
+    "BatchJob",
     "WebhookAttempt",
     "WebhookEndpoint",
     "WebhookEvent",

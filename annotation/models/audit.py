@@ -26,6 +26,15 @@ class AuditAction(models.TextChoices):
     WEBHOOK_CREATE = "webhook.create", _("Webhook endpoint registered")
     WEBHOOK_DISABLE = "webhook.disable", _("Webhook endpoint disabled")
     WEBHOOK_RESEND = "webhook.resend", _("Webhook message resent")
+    BATCH_GOLDEN = "batch.golden", _("Tasks marked golden")
+    BATCH_OVERLAP = "batch.overlap", _("Overlap raised on tasks")
+    TASK_PRIORITY = "task.priority", _("Task priority set")
+    ASSIGN_BY_HAND = "assign.by_hand", _("Tasks assigned by hand")
+    LEASES_HAND_OVER = "leases.hand_over", _("Leases handed over")
+    EXPERT_PAUSE = "expert.pause", _("Experts paused")
+    EXPERT_RESUME = "expert.resume", _("Experts resumed")
+    REVIEW_ACCEPT = "review.accept", _("Flagged submission accepted")
+    REVIEW_RETURN = "review.return", _("Submission returned to the expert")
 
 
 class AuditEntry(models.Model):

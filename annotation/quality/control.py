@@ -19,8 +19,9 @@ from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.urls import reverse
 
+from annotation.audit.services import audit_record
 from annotation.lock_objects import expert_profile_lock
-from annotation.models import Assignment, ControlResult, GoldenReference, Project, Task
+from annotation.models import Assignment, AuditAction, ControlResult, GoldenReference, Project, Task
 from annotation.selectors import project_expert_get, project_managers
 from core.errors import NotFound
 from experts.models import ExpertProfile, User
@@ -103,15 +104,22 @@ def _pause_if_below(*, project: Project, expert_id: int, now: datetime) -> None:
 
 
 @transaction.atomic
-def expert_resume(*, project: Project, expert_id, now: datetime, by: User) -> ExpertProfile:
-    """A PM resumes a paused expert of their project; the control window starts afresh."""
+def expert_resume(*, project: Project, expert_id, now: datetime, by: User, audited: bool = True) -> ExpertProfile:
+    """A PM resumes a paused expert of their project; the control window starts afresh.
+
+    One audit entry when the expert was paused (unless `audited` is False: a batch writes its own).
+    """
     expert = project_expert_get(project, expert_id)
-    profile = expert_profile_lock(expert.pk)
-    if profile is None:
-        raise NotFound("No such expert in this project.")
-    if profile.status == ExpertProfile.Status.PAUSED:
-        profile.status = ExpertProfile.Status.ACTIVE
-        profile.status_reason = f"Resumed by {by.username} in project {project.pk}."
-        profile.status_changed_at = now
-        profile.save(update_fields=["status", "status_reason", "status_changed_at"])
+    with transaction.atomic():
+        profile = expert_profile_lock(expert.pk)
+        if profile is None:
+            raise NotFound("No such expert in this project.")
+        if profile.status == ExpertProfile.Status.PAUSED:
+            profile.status = ExpertProfile.Status.ACTIVE
+            profile.status_reason = f"Resumed by {by.username} in project {project.pk}."
+            profile.status_changed_at = now
+            profile.save(update_fields=["status", "status_reason", "status_changed_at"])
+            if audited:
+                audit_record(actor=by, action=AuditAction.EXPERT_RESUME, project_id=project.pk, now=now,
+                             object_type="experts.user", object_ids=[expert.pk])
     return profile

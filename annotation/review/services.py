@@ -11,8 +11,9 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.urls import reverse
 
+from annotation.audit.services import audit_record
 from annotation.lock_objects import assignment_lock, task_lock
-from annotation.models import Assignment, Draft, Label, Project, ReviewFlag, SubmissionReturn, Task
+from annotation.models import Assignment, AuditAction, Draft, Label, Project, ReviewFlag, SubmissionReturn, Task
 from annotation.projects.rules import project_check_writable
 from annotation.review.rejecting import review_rejecter
 from annotation.selectors import rubric_items_for_task
@@ -61,6 +62,8 @@ def review_accept(*, actor: User, project: Project, assignment_id, now: datetime
         assignment_lock(assignment.pk)
         _require_open(assignment)
         closed = _close(assignment, status=ReviewFlag.Status.ACCEPTED, by=actor, now=now)
+        audit_record(actor=actor, action=AuditAction.REVIEW_ACCEPT, project_id=project.pk, objects=[assignment],
+                     now=now, details={"task_id": assignment.task_id, "flags": closed})
     logger.info("review accepted", extra={"assignment_id": assignment.pk, "flags": closed})
     return closed
 
@@ -118,7 +121,9 @@ def submission_return(*, actor: User, project: Project, assignment_id, comment, 
         if not task.is_golden:
             consensus_compute(task=task, now=now)
             task_send_on_commit("annotation.agreement_report_request", project_id=task.project_id)
-        _close(locked, status=ReviewFlag.Status.RETURNED, by=actor, now=now)
+        closed = _close(locked, status=ReviewFlag.Status.RETURNED, by=actor, now=now)
+        audit_record(actor=actor, action=AuditAction.REVIEW_RETURN, project_id=project.pk, objects=[locked],
+                     now=now, details={"task_id": locked.task_id, "flags": closed, "comment": text})
         notification_send(users=[locked.expert], kind="submission_returned", now=now,
                           link=reverse("annotate", args=[locked.pk]),
                           params={"project": project.name, "question": assignment.task.response.question.external_id,

@@ -3,21 +3,26 @@
 Each operation either completes or changes nothing: it runs in one transaction, and the first
 refusal (a task with regular work marked golden, an expert who is not in the project) rolls
 back what the operation did before it. The pages ask first (`core.confirm`) with the counts
-`batch_preview` gives, and report what was done after.
+`tasks_preview` gives, and report what was done after; `annotation.workload.jobs` applies each
+confirmation once, in the request or, for a large set, in a worker that follows the `progress`
+callback the task operations call after each slice of CHUNK tasks. Each operation writes one
+audit entry with the ids it touched, in its own transaction.
 
 Rejecting a set of submissions moves money too, so it lives in `payments.batch` (payments may
 import annotation, never the reverse).
 """
 import logging
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
-from annotation.assignment.manual import tasks_set_priority
+from annotation.assignment.manual import assignments_create_by_hand, tasks_set_priority
+from annotation.audit.services import audit_record
 from annotation.lock_objects import expert_profile_lock, project_lock, tasks_lock
-from annotation.models import Assignment, Difficulty, ItemConsensus, Project, Task
+from annotation.models import Assignment, AuditAction, Difficulty, ItemConsensus, Project, Task
 from annotation.models.project import OVERLAP
 from annotation.projects.rules import project_check_writable
 from annotation.projects.services import tasks_overlap_raise
@@ -31,6 +36,8 @@ from rubrics.models import Dimension
 logger = logging.getLogger(__name__)
 
 TASK_STATUSES = (Task.Status.OPEN, Task.Status.FULL, Task.Status.COMPLETE)
+# Tasks locked and changed per statement; a worker reports its progress after each slice.
+CHUNK = 200
 
 
 @dataclass(frozen=True)
@@ -101,7 +108,29 @@ def tasks_preview(project: Project, task_filter: TaskFilter) -> TaskPreview:
                        golden=Task.objects.filter(pk__in=ids, is_golden=True).count())
 
 
-def batch_mark_golden(*, project: Project, task_filter: TaskFilter, by: User | None) -> int:
+Progress = Callable[[int, int], None]
+
+
+def _chunks(ids: list[int]) -> Iterator[tuple[int, list[int]]]:
+    """`ids` in slices of CHUNK, each with how many ids the slices so far cover."""
+    for start in range(0, len(ids), CHUNK):
+        part = ids[start:start + CHUNK]
+        yield start + len(part), part
+
+
+def _report(progress: Progress | None, done: int, total: int) -> None:
+    if progress is not None:
+        progress(done, total)
+
+
+def _audit_tasks(*, by: User | None, action: AuditAction, project: Project, ids: list[int],
+                 task_filter: TaskFilter, **details) -> None:
+    audit_record(actor=by, action=action, project_id=project.pk, object_type="annotation.task", object_ids=ids,
+                 details={"filter": {k: v for k, v in task_filter.as_fields().items() if v}, **details})
+
+
+def batch_mark_golden(*, project: Project, task_filter: TaskFilter, by: User | None,
+                      progress: Progress | None = None) -> int:
     """Mark the filtered tasks golden; returns how many changed.
 
     Refused, changing nothing, when any of them holds regular work (a lease or a submission by
@@ -111,20 +140,26 @@ def batch_mark_golden(*, project: Project, task_filter: TaskFilter, by: User | N
     with transaction.atomic():
         project = project_lock(project.pk)
         project_check_writable(project)
-        ids = tasks_lock(list(tasks_filtered(project, task_filter).values_list("pk", flat=True)))
+        ids = list(tasks_filtered(project, task_filter).values_list("pk", flat=True))
         if not ids:
             raise DomainError("No task matches.", code=ErrorCode.ASSIGN_NO_TASKS)
         changed = 0
-        for task_id in ids:
-            if _with_work([task_id]).exists():
-                raise Conflict(f"Task {task_id} holds regular work.", code=ErrorCode.BATCH_GOLDEN_HAS_WORK,
-                               params={"task": task_id})
-            changed += Task.objects.filter(pk=task_id, is_golden=False).update(is_golden=True)
+        for done, part in _chunks(ids):
+            tasks_lock(part)
+            busy = _with_work(part).values_list("pk", flat=True).first()
+            if busy is not None:
+                raise Conflict(f"Task {busy} holds regular work.", code=ErrorCode.BATCH_GOLDEN_HAS_WORK,
+                               params={"task": busy})
+            changed += Task.objects.filter(pk__in=part, is_golden=False).update(is_golden=True)
+            _report(progress, done, len(ids))
+        _audit_tasks(by=by, action=AuditAction.BATCH_GOLDEN, project=project, ids=ids, task_filter=task_filter,
+                     changed=changed)
     logger.info("batch mark golden", extra={"project_id": project.pk, "by": by.pk if by else None, "tasks": changed})
     return changed
 
 
-def batch_raise_overlap(*, project: Project, task_filter: TaskFilter, overlap, by: User | None) -> int:
+def batch_raise_overlap(*, project: Project, task_filter: TaskFilter, overlap, by: User | None,
+                        progress: Progress | None = None) -> int:
     """Raise the panel of the filtered regular tasks to `overlap` (1..9), reopening full or complete
     ones, through the same mechanism as the project's settings; returns how many tasks changed."""
     try:
@@ -140,16 +175,50 @@ def batch_raise_overlap(*, project: Project, task_filter: TaskFilter, overlap, b
         ids = list(tasks_filtered(project, task_filter).values_list("pk", flat=True))
         if not ids:
             raise DomainError("No task matches.", code=ErrorCode.ASSIGN_NO_TASKS)
-        changed = tasks_overlap_raise(task_ids=ids, overlap=value)
+        changed = 0
+        for done, part in _chunks(ids):
+            changed += tasks_overlap_raise(task_ids=part, overlap=value)
+            _report(progress, done, len(ids))
+        _audit_tasks(by=by, action=AuditAction.BATCH_OVERLAP, project=project, ids=ids, task_filter=task_filter,
+                     overlap=value, changed=changed)
     logger.info("batch raise overlap", extra={"project_id": project.pk, "by": by.pk if by else None,
                                               "tasks": changed, "overlap": value})
     return changed
 
 
-def batch_set_priority(*, project: Project, task_filter: TaskFilter, priority, by: User | None) -> int:
+def batch_set_priority(*, project: Project, task_filter: TaskFilter, priority, by: User | None,
+                       progress: Progress | None = None) -> int:
     """Give the filtered tasks one priority (`tasks_set_priority`); returns how many changed."""
-    ids = list(tasks_filtered(project, task_filter).values_list("pk", flat=True))
-    return tasks_set_priority(project=project, task_ids=ids, priority=priority, by=by)
+    with transaction.atomic():
+        ids = list(tasks_filtered(project, task_filter).values_list("pk", flat=True))
+        if not ids:
+            raise DomainError("Choose at least one task.", code=ErrorCode.ASSIGN_NO_TASKS)
+        changed = 0
+        for done, part in _chunks(ids):
+            changed += tasks_set_priority(project=project, task_ids=part, priority=priority, by=by, audited=False)
+            _report(progress, done, len(ids))
+        _audit_tasks(by=by, action=AuditAction.TASK_PRIORITY, project=project, ids=ids, task_filter=task_filter,
+                     priority=int(str(priority).strip()), changed=changed)
+    return changed
+
+
+def batch_assign(*, project: Project, task_filter: TaskFilter, experts: list[User], by: User | None,
+                 now: datetime, progress: Progress | None = None) -> int:
+    """Lease every filtered task to each of `experts` by hand (`assignments_create_by_hand`), whole
+    or not at all; returns how many leases were created."""
+    with transaction.atomic():
+        ids = list(tasks_filtered(project, task_filter).values_list("pk", flat=True))
+        if not ids:
+            raise DomainError("Choose at least one task.", code=ErrorCode.ASSIGN_NO_TASKS)
+        created: list[int] = []
+        for done, part in _chunks(ids):
+            result = assignments_create_by_hand(project=project, task_ids=part, experts=experts, by=by, now=now,
+                                                audited=False)
+            created += [a.pk for a in result.assignments]
+            _report(progress, done, len(ids))
+        _audit_tasks(by=by, action=AuditAction.ASSIGN_BY_HAND, project=project, ids=ids, task_filter=task_filter,
+                     experts=[e.pk for e in experts], assignments=created)
+    return len(created)
 
 
 def experts_of_project(project: Project, user_ids) -> list[User]:
@@ -168,15 +237,17 @@ def experts_of_project(project: Project, user_ids) -> list[User]:
 
 def batch_experts_pause(*, project: Project, user_ids, pause: bool, by: User, now: datetime) -> int:
     """Pause (no new leases anywhere; open leases stay theirs until handed over) or resume the
-    project's experts `user_ids`; returns how many changed. Profiles are locked in user-id order."""
+    project's experts `user_ids`; returns how many changed. Profiles are locked in user-id order;
+    one audit entry names the experts whose state changed."""
     with transaction.atomic():
         experts = experts_of_project(project, user_ids)
-        changed = 0
+        changed: list[int] = []
         for expert in experts:
             if not pause:
                 before = ExpertProfile.objects.filter(user=expert).values_list("status", flat=True).first()
-                expert_resume(project=project, expert_id=expert.pk, now=now, by=by)
-                changed += before == ExpertProfile.Status.PAUSED
+                expert_resume(project=project, expert_id=expert.pk, now=now, by=by, audited=False)
+                if before == ExpertProfile.Status.PAUSED:
+                    changed.append(expert.pk)
                 continue
             profile = expert_profile_lock(expert.pk)
             if profile is None:
@@ -186,7 +257,10 @@ def batch_experts_pause(*, project: Project, user_ids, pause: bool, by: User, no
                 profile.status_reason = f"Paused by {by.username} in project {project.pk}."
                 profile.status_changed_at = now
                 profile.save(update_fields=["status", "status_reason", "status_changed_at"])
-                changed += 1
+                changed.append(expert.pk)
+        if changed:
+            audit_record(actor=by, action=AuditAction.EXPERT_PAUSE if pause else AuditAction.EXPERT_RESUME,
+                         project_id=project.pk, now=now, object_type="experts.user", object_ids=changed)
     logger.info("batch experts pause", extra={"project_id": project.pk, "by": by.pk, "pause": pause,
-                                              "changed": changed})
-    return changed
+                                              "changed": len(changed)})
+    return len(changed)

@@ -1,5 +1,6 @@
 """The PM's workload page and batch operations. Thin: fetch the project for its PM, call one
 selector or service, render; every batch operation asks first (`core.confirm`)."""
+import uuid
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -13,20 +14,25 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from annotation.assignment.manual import assignments_create_by_hand, hand_over_preview, leases_hand_over
-from annotation.models import Assignment, Difficulty
+from annotation.assignment.manual import hand_over_preview, leases_hand_over
+from annotation.models import Assignment, BatchJob, Difficulty
 from annotation.models.work import PRIORITY_MAX
 from annotation.selectors import project_experts, project_get_for_user
 from annotation.workload.batch import (
     TASK_STATUSES,
     TaskFilter,
     batch_experts_pause,
-    batch_mark_golden,
-    batch_raise_overlap,
-    batch_set_priority,
     experts_of_project,
     tasks_filtered,
     tasks_preview,
+)
+from annotation.workload.jobs import (
+    BatchRequest,
+    batch_job_error,
+    batch_job_progress,
+    batch_job_queue,
+    batch_run_now,
+    sync_max,
 )
 from annotation.workload.selectors import expert_loads_for_project, project_deadline
 from core.confirm import Confirmation, confirmation_given, confirmation_page
@@ -133,31 +139,64 @@ def batch_tasks(request: HttpRequest, project_id: int) -> HttpResponse:
             title = _("Set the priority of the filtered tasks to %(value)s?") % {"value": value}
             lines.append(_("Experts draw the highest priority first, at random among equal ones."))
         lines.append(_("All of it happens in one step, or nothing does."))
+        if preview.tasks > sync_max():
+            lines.append(_("This set is large: it is applied in the background, and the next page shows "
+                           "its progress."))
         return confirmation_page(request, Confirmation(
             title=title, consequences=lines, action_url=request.path, cancel_url=back,
             fields={**task_filter.as_fields(), "op": op, "value": value,
-                    "experts": ",".join(str(e.pk) for e in named)}, confirm_label=_("Apply"),
-            danger=op == "golden"))
+                    "experts": ",".join(str(e.pk) for e in named), "token": uuid.uuid4().hex},
+            confirm_label=_("Apply"), danger=op == "golden"))
+    # A post without the confirmation's token (a script) still applies once per post.
+    token = request.POST.get("token", "").strip() or uuid.uuid4().hex
+    asked = BatchRequest(op=op, task_filter=task_filter, value=value, experts=tuple(e.pk for e in named))
+    now = timezone.now()
+    total = tasks_filtered(project, task_filter).count()
     try:
-        if op == "assign":
-            ids = list(tasks_filtered(project, task_filter).values_list("pk", flat=True))
-            changed = len(assignments_create_by_hand(project=project, task_ids=ids, experts=named, by=user,
-                                                     now=timezone.now()).assignments)
-            return _done(request, back, text=ngettext("Done: %(count)d lease created.",
-                                                      "Done: %(count)d leases created.", changed)
-                         % {"count": changed})
-        if op == "golden":
-            changed = batch_mark_golden(project=project, task_filter=task_filter, by=user)
-        elif op == "overlap":
-            changed = batch_raise_overlap(project=project, task_filter=task_filter, overlap=value,
-                                          by=user)
-        else:
-            changed = batch_set_priority(project=project, task_filter=task_filter, priority=value,
-                                         by=user)
+        if total > sync_max():
+            job, _new = batch_job_queue(project=project, by=user, request=asked, token=token, total=total, now=now)
+            url = reverse("batch_job", args=[project.pk, job.pk])
+            return HttpResponseClientRedirect(url) if getattr(request, "htmx", False) else redirect(url)
+        job, fresh = batch_run_now(project=project, by=user, request=asked, token=token, total=total, now=now)
     except DomainError as exc:
         return _done(request, back, error=exc)
-    return _done(request, back, text=ngettext("Done: %(count)d task changed.", "Done: %(count)d tasks changed.",
-                                              changed) % {"count": changed})
+    if not fresh and job.status != BatchJob.Status.DONE:
+        url = reverse("batch_job", args=[project.pk, job.pk])
+        return HttpResponseClientRedirect(url) if getattr(request, "htmx", False) else redirect(url)
+    text = batch_job_summary(job)
+    if not fresh:
+        text = _("This batch was already applied; nothing more was changed. %(summary)s") % {"summary": text}
+    return _done(request, back, text=text)
+
+
+def batch_job_summary(job: BatchJob) -> str:
+    """What a finished job did, in the words the page and the message use."""
+    changed = job.changed or 0
+    if job.op == BatchJob.Op.ASSIGN:
+        return ngettext("Done: %(count)d lease created.", "Done: %(count)d leases created.", changed) % {
+            "count": changed}
+    return ngettext("Done: %(count)d task changed.", "Done: %(count)d tasks changed.", changed) % {"count": changed}
+
+
+BATCH_JOB = "annotation/batch_job.html"
+
+
+@login_required
+@require_GET
+def batch_job(request: HttpRequest, project_id: int, job_id: int) -> HttpResponse:
+    """A batch job's progress while a worker applies it (the page polls), then its summary."""
+    user: User = request.user  # type: ignore[assignment]  # behind login_required
+    project = project_get_for_user(user, project_id, manage=True)
+    job = BatchJob.objects.filter(pk=job_id, project=project).select_related("created_by").first()
+    if job is None:
+        raise NotFound("No such batch job.")
+    error = batch_job_error(job)
+    context = {"project": project, "job": job, "done": batch_job_progress(job),
+               "active": job.status == BatchJob.Status.QUEUED,
+               "summary": batch_job_summary(job) if job.status == BatchJob.Status.DONE else "",
+               "error": error_message(error) if error is not None else "",
+               "back": _batch_url(project.pk, TaskFilter.from_data(job.params).as_fields())}
+    return render_page(request, BATCH_JOB, "progress", context)
 
 
 @login_required

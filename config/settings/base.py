@@ -139,6 +139,9 @@ RUBRICA_MAX_IMPORT_BYTES = env_int("RUBRICA_MAX_IMPORT_BYTES", 20 * 1024 * 1024)
 RUBRICA_EXPORT_DIR = env_str("RUBRICA_EXPORT_DIR", str(MEDIA_ROOT / "exports"))
 RUBRICA_EXPORT_TTL_HOURS = env_int("RUBRICA_EXPORT_TTL_HOURS", 24)
 RUBRICA_EXPORT_LICENSE = env_str("RUBRICA_EXPORT_LICENSE", "other")
+# Batch operations of a PM on more tasks than this run as a worker job with progress on its page;
+# smaller ones are applied in the request that confirms them (annotation.workload.jobs).
+BATCH_SYNC_MAX_TASKS = env_int("BATCH_SYNC_MAX_TASKS", 500)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 

@@ -29,6 +29,7 @@ from rest_framework.views import APIView
 
 from annotation.models import (
     Assignment,
+    BatchJob,
     CalibrationAttempt,
     CalibrationTask,
     Case,
@@ -231,6 +232,7 @@ MATRIX: dict[str, Rule] = {
     "batch": r(PM),
     "batch_tasks": r(PM),
     "batch_experts": r(PM),
+    "batch_job": r(PM, job_id="batch_job"),
     "webhooks": r(PM),
     "webhook_disable": r(PM),
     "webhook_resend": r(PM),
@@ -413,6 +415,8 @@ def _build_world() -> dict:
     webhook = WebhookEndpoint.objects.create(project=project, url="https://hooks.invalid/x", secret_encrypted="x",
                                              created_by=pm_a, created_at=now)
     message = WebhookMessage.objects.create(endpoint=webhook, event="task.completed", payload={}, created_at=now)
+    batch_job = BatchJob.objects.create(project=project, created_by=pm_a, token="matrix-batch", op="priority",
+                                        created_at=now)
     notification = Notification.objects.create(user=e1, kind=Notification.Kind.MENTION,
                                                message=f"{EXPERT_MARK} mentioned you", created_at=now)
     return {
@@ -425,7 +429,7 @@ def _build_world() -> dict:
         "batch": PayoutBatch.objects.get(period=settlement.period).pk, "task": submitted.task_id,
         "webhook": webhook.pk, "webhook_message": message.pk, "suggestion": suggestion.pk,
         "invitation": invitation.pk, "invitation_token": invitation.token, "ledger_entry": entry.pk,
-        "import_kind": "questions",
+        "import_kind": "questions", "batch_job": batch_job.pk,
     }
 
 

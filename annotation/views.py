@@ -106,6 +106,8 @@ def next_task(request: HttpRequest, project_id: int) -> HttpResponse:
         project = access.project
         assignment = assignment_claim_next(project=project, expert=request.user, now=timezone.now(), access=access)
     except DomainError as exc:
+        if isinstance(exc, NotFound):  # a project that is not yours answers 404, as every page does
+            raise
         if exc.code == "calibration_required":
             messages.info(request, error_message(exc))
             return _redirect(request, reverse("calibration", args=[project_id]))

@@ -2,7 +2,16 @@
 import os
 
 from celery import Celery
-from celery.signals import beat_init, worker_init
+from celery.signals import (
+    beat_init,
+    before_task_publish,
+    task_failure,
+    task_postrun,
+    task_prerun,
+    task_retry,
+    task_success,
+    worker_init,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -18,3 +27,65 @@ def _refuse_unsafe_keys(**kwargs) -> None:
     from core.checks import startup_refuse_unsafe
 
     startup_refuse_unsafe()
+
+
+# The request a task was sent from travels in a message header, so the worker's log lines for
+# the task name the same request id as the web process's (core.request_id, core.logging).
+REQUEST_ID_HEADER = "rubrica_request_id"
+
+
+@before_task_publish.connect
+def _send_request_id(headers=None, **kwargs) -> None:
+    from core.request_id import request_id_current
+
+    request_id = request_id_current()
+    if request_id and headers is not None and REQUEST_ID_HEADER not in headers:
+        headers[REQUEST_ID_HEADER] = request_id
+
+
+def _request_id_of(task) -> str:
+    request = task.request
+    given = getattr(request, REQUEST_ID_HEADER, None) or (getattr(request, "headers", None) or {}).get(
+        REQUEST_ID_HEADER)
+    return given if isinstance(given, str) else ""
+
+
+@task_prerun.connect
+def _bind_request_id(task=None, **kwargs) -> None:
+    from core.request_id import request_id_bind
+
+    request_id = _request_id_of(task) if task is not None else ""
+    if request_id:  # an eager task inside a request keeps the request's own id
+        task.request._rubrica_request_id_token = request_id_bind(request_id)
+
+
+@task_postrun.connect
+def _unbind_request_id(task=None, **kwargs) -> None:
+    from core.request_id import request_id_reset
+
+    token = getattr(task.request, "_rubrica_request_id_token", None) if task is not None else None
+    if token is not None:
+        request_id_reset(token)
+        task.request._rubrica_request_id_token = None
+
+
+# Task outcomes for /metrics (core.metrics): counted in Redis, which every worker shares.
+@task_success.connect
+def _count_success(sender=None, **kwargs) -> None:
+    from core.metrics import task_outcome_record
+
+    task_outcome_record(task=getattr(sender, "name", "unknown"), outcome="succeeded")
+
+
+@task_failure.connect
+def _count_failure(sender=None, **kwargs) -> None:
+    from core.metrics import task_outcome_record
+
+    task_outcome_record(task=getattr(sender, "name", "unknown"), outcome="failed")
+
+
+@task_retry.connect
+def _count_retry(sender=None, **kwargs) -> None:
+    from core.metrics import task_outcome_record
+
+    task_outcome_record(task=getattr(sender, "name", "unknown"), outcome="retried")

@@ -7,12 +7,14 @@ from drf_spectacular.views import SpectacularAPIView
 
 from core.api_docs import ApiDocsView
 from core.health import healthz
+from core.metrics import metrics_view
 from experts import urls as experts_urls
 
 urlpatterns = [
     # Pages without our <link rel="icon"> (the Django admin) make the browser ask for this.
     path("favicon.ico", RedirectView.as_view(url=static("img/favicon.svg"), permanent=True)),
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -5,9 +5,9 @@ a 9 MB error list); `errors_omitted` says how many more there were.
 """
 from typing import Any
 
+from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, Throttled
 from rest_framework.response import Response
 from rest_framework.throttling import SimpleRateThrottle
-from rest_framework.views import exception_handler as drf_exception_handler
 
 from core.error_codes import ErrorCode
 from core.errors import MAX_ERRORS, DomainError, error_message
@@ -24,6 +24,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     domain = getattr(exc, "domain", None)  # a parse error of core.input_guard carries its domain error
     if isinstance(domain, DomainError):
         exc = domain
+    if isinstance(exc, NotAuthenticated | AuthenticationFailed):
+        exc = _throttled_instead(exc, context)
     if isinstance(exc, DomainError):
         body: dict[str, Any] = {"detail": error_message(exc), "code": str(exc.code)}
         if exc.errors:
@@ -33,7 +35,26 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             if len(exc.errors) > MAX_ERRORS:
                 body["errors_omitted"] = len(exc.errors) - MAX_ERRORS
         return Response(body, status=exc.status)
+    # Imported here: rest_framework.views reads DEFAULT_THROTTLE_CLASSES, which names this module's
+    # throttle, when it is first imported, so importing it at the top is a cycle when this module
+    # is the first to load DRF's views (the middleware chain loads it before any view module).
+    from rest_framework.views import exception_handler as drf_exception_handler
+
     return drf_exception_handler(exc, context)
+
+
+def _throttled_instead(exc: Exception, context: dict[str, Any]) -> Exception:
+    """DRF checks throttles after permissions, so calls without valid credentials were never counted:
+    an address could send any number of them. They count here (the anonymous and the address
+    scopes), and one over the rate gets the 429 instead of the 401."""
+    view, request = context.get("view"), context.get("request")
+    if view is None or request is None or not hasattr(view, "check_throttles"):
+        return exc
+    try:
+        view.check_throttles(request)
+    except Throttled as throttled:
+        return throttled
+    return exc
 
 
 class AddressRateThrottle(SimpleRateThrottle):

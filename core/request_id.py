@@ -10,7 +10,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 
 from django.http import HttpRequest, HttpResponse
 
@@ -22,6 +22,15 @@ _current: ContextVar[str] = ContextVar("rubrica_request_id", default="")
 def request_id_current() -> str:
     """The id of the request this code runs for, or "" outside a request (a worker, a command)."""
     return _current.get()
+
+
+def request_id_bind(request_id: str) -> Token[str]:
+    """Name the request a Celery task was sent from while it runs (config.celery); undo with `request_id_reset`."""
+    return _current.set(request_id if _ACCEPTABLE.match(request_id) else "")
+
+
+def request_id_reset(token: Token[str]) -> None:
+    _current.reset(token)
 
 
 @contextmanager

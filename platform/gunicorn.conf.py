@@ -13,3 +13,22 @@ max_requests = 2000
 max_requests_jitter = 200
 accesslog = "-"
 errorlog = "-"
+
+# Prometheus multiprocess mode (core/metrics.py): each worker writes its samples under this
+# directory (an emptyDir in platform/k8s/web.yaml) and a scrape of any worker sums them all.
+metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+
+
+def on_starting(server):
+    # Files left by an earlier run's workers would be summed with this run's.
+    if metrics_dir:
+        os.makedirs(metrics_dir, exist_ok=True)
+        for name in os.listdir(metrics_dir):
+            os.remove(os.path.join(metrics_dir, name))
+
+
+def child_exit(server, worker):
+    if metrics_dir:
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)

@@ -117,6 +117,20 @@ def test_the_migration_job_migrates_and_every_pod_runs_the_same_image():
     assert len(images) == 1
 
 
+def test_web_pods_log_json_share_metrics_across_workers_and_are_scraped_with_the_token():
+    web = _by_kind("Deployment")["rubrica-web"]["spec"]["template"]
+    container = web["spec"]["containers"][0]
+    env = {e["name"]: e["value"] for e in container.get("env", [])}
+    volumes = {v["name"]: v for v in web["spec"]["volumes"]}
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+
+    assert _by_kind("ConfigMap")["rubrica-config"]["data"]["RUBRICA_LOG_FORMAT"] == "json"
+    assert "emptyDir" in volumes[mounts[env["PROMETHEUS_MULTIPROC_DIR"]]]
+    assert "PROMETHEUS_MULTIPROC_DIR" in (ROOT / "platform" / "gunicorn.conf.py").read_text()
+    assert web["metadata"]["annotations"]["prometheus.io/path"] == "/metrics"
+    assert "RUBRICA_METRICS_TOKEN" in _by_kind("Secret")["rubrica-secrets"]["stringData"]
+
+
 @pytest.mark.django_db
 def test_healthz_reports_the_database_and_redis(client, settings):
     ok = client.get("/healthz")

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "core.request_id.RequestIdMiddleware",
+    "core.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -192,15 +193,25 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# RUBRICA_LOG_FORMAT=json: one JSON object a line (core.logging.JsonFormatter), for a log collector;
+# "plain" (the default): the key=value console lines. Either way every line logged while a request
+# is served or a task runs names it (request_id=..., task_id=...), as its audit entries do, and in
+# JSON mode each request gets one line from `rubrica.requests` (method, path, status, duration_ms).
+RUBRICA_LOG_FORMAT = env_str("RUBRICA_LOG_FORMAT", "plain").strip().lower()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"()": "core.logging.KeyValueFormatter",
-                             "format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    # Every line logged while a request is served names it (request_id=...), as its audit entries do.
-    "filters": {"request_id": {"()": "core.request_id.RequestIdFilter"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["request_id"]}},
+                             "format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+                   "json": {"()": "core.logging.JsonFormatter"}},
+    "filters": {"request_id": {"()": "core.request_id.RequestIdFilter"},
+                "task": {"()": "core.logging.TaskContextFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler",
+                             "formatter": "json" if RUBRICA_LOG_FORMAT == "json" else "plain",
+                             "filters": ["request_id", "task"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
+    "loggers": {"rubrica.requests": {
+        "level": env_str("RUBRICA_REQUEST_LOG_LEVEL", "INFO" if RUBRICA_LOG_FORMAT == "json" else "WARNING")}},
 }
 
 # django-guardian: no anonymous user row (it would show up as an account with the default role).

@@ -94,3 +94,8 @@ RUBRICA_WEBHOOK_TIMEOUT_S = float(env_str("RUBRICA_WEBHOOK_TIMEOUT_S", "10"))
 RUBRICA_WEBHOOK_MAX_ATTEMPTS = env_int("RUBRICA_WEBHOOK_MAX_ATTEMPTS", 6)
 RUBRICA_WEBHOOK_BACKOFF_BASE_S = float(env_str("RUBRICA_WEBHOOK_BACKOFF_BASE_S", "30"))
 RUBRICA_WEBHOOK_BACKOFF_MAX_S = float(env_str("RUBRICA_WEBHOOK_BACKOFF_MAX_S", "3600"))
+
+# `/metrics` (core.metrics): the bearer token a Prometheus scraper sends (admins signed in need
+# none; without it only they can read the metrics), and broker queues measured beside "celery".
+RUBRICA_METRICS_TOKEN = env_str("RUBRICA_METRICS_TOKEN", "")
+RUBRICA_METRICS_QUEUES = env_list("RUBRICA_METRICS_QUEUES", "")

@@ -187,16 +187,16 @@ def test_next_task_when_none_is_left_says_so_at_home(expert_client, project, exp
     assert "暂时没有" in html(response)
 
 
-def test_next_task_for_a_non_member_is_a_message_not_an_error(client, project):
+def test_next_task_for_a_non_member_answers_404_like_every_page_of_a_project_not_yours(client, project):
     outsider = ExpertFactory()
     client.force_login(outsider)
 
-    response = client.post(reverse("next_task", args=[project.pk]), follow=True)
+    response = client.post(reverse("next_task", args=[project.pk]))
+    missing = client.post(reverse("next_task", args=[project.pk + 10_000]))
 
-    assert response.status_code == 200
-    assert response.redirect_chain[-1][0] == reverse("home")
+    assert response.status_code == missing.status_code == 404
+    assert project.name not in html(response)
     assert not Assignment.objects.filter(expert=outsider).exists()
-    assert "toast-error" in html(response)
 
 
 def test_next_task_for_a_paused_expert_explains_why(expert_client, project, expert):

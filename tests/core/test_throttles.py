@@ -57,3 +57,29 @@ def test_many_users_from_one_address_are_limited_together(api, low_rates):
 
     assert codes == [200] * 5 + [429]
     assert elsewhere.status_code == 200
+
+
+def test_calls_without_credentials_from_one_address_get_429_with_a_json_message(api, low_rates):
+    shared = _address()
+
+    codes = [api.get("/api/v1/notifications/", REMOTE_ADDR=shared).status_code for _ in range(3)]
+    throttled = api.get("/api/v1/notifications/", REMOTE_ADDR=shared)
+    wrong_token = api.get("/api/v1/notifications/", HTTP_AUTHORIZATION="Token " + "0" * 40, REMOTE_ADDR=shared)
+    elsewhere = api.get("/api/v1/notifications/", REMOTE_ADDR=_address())
+
+    assert codes == [401, 401, 401]
+    assert throttled.status_code == 429 and throttled["Content-Type"] == "application/json"
+    assert "throttled" in throttled.json()["detail"].lower() and int(throttled["Retry-After"]) > 0
+    assert wrong_token.status_code == 429
+    assert elsewhere.status_code == 401
+
+
+def test_a_throttled_user_gets_a_json_message_saying_when_to_come_back(api, low_rates):
+    user = _fresh_expert()
+
+    for _ in range(3):
+        api.get("/api/v1/notifications/", HTTP_AUTHORIZATION=_token(user), REMOTE_ADDR=_address())
+    throttled = api.get("/api/v1/notifications/", HTTP_AUTHORIZATION=_token(user), REMOTE_ADDR=_address())
+
+    assert throttled.status_code == 429 and throttled["Content-Type"] == "application/json"
+    assert "seconds" in throttled.json()["detail"]

@@ -11,6 +11,11 @@ from typing import Any
 
 from core.error_codes import GENERIC_CODES, ErrorCode
 
+# How many field errors the API and the pages list at most (the rest are counted, not listed).
+# Here, not in core.api: the pages' middleware needs it, and importing core.api before DRF's
+# views module is loaded is a circular import (DRF's settings import core.api's throttle).
+MAX_ERRORS = 100
+
 
 class DomainError(Exception):
     """A request the domain refuses, with a message a user can act on."""

@@ -5,7 +5,7 @@ Every read here is scoped to a project the caller already reached through
 queries whatever the number of tasks: one for the counts by state, one for the page
 (keyset paging on the task id, `task_project_id_idx`), a few small ones for the
 filter choices. Text search matches substrings of the dialogue and the final user turn
-(`icontains`; on PostgreSQL through the character-pair index of migration 0027, as Chinese has
+(on PostgreSQL through the character-pair index of migration 0027, as Chinese has
 no word breaks and a common term is often two characters).
 """
 from __future__ import annotations
@@ -121,7 +121,7 @@ class BoardFilters:
         if "zone" in v:
             tasks = tasks.filter(Exists(ItemConsensus.objects.filter(task=OuterRef("pk"), zone=v["zone"])))
         if "q" in v:
-            tasks = _search(tasks, self.project_id, v["q"])
+            tasks = _search(tasks, self.project_id or 0, v["q"])
         return tasks
 
 
@@ -130,7 +130,14 @@ _GRAMS = "rubrica_board_grams(rubrica_board_text(q.final_user_turn, q.dialogue))
 _TEXT = "rubrica_board_text(q.final_user_turn, q.dialogue)"
 
 
-def _search(tasks: QuerySet[Task], project_id: int | None, term: str) -> QuerySet[Task]:
+def _plain_text(final: str, dialogue: Any) -> str:
+    """What is searched, as `rubrica_board_text` builds it: the turns' contents and the final turn."""
+    turns = dialogue if isinstance(dialogue, list) else []
+    contents = [str(t.get("content") or "") if isinstance(t, dict) else "" for t in turns]
+    return "\n".join([*contents, final or ""])
+
+
+def _search(tasks: QuerySet[Task], project_id: int, term: str) -> QuerySet[Task]:
     """Tasks whose question's dialogue or final user turn holds `term`, case-insensitively.
 
     On PostgreSQL through the index of migration 0027: first the questions holding every character
@@ -138,11 +145,16 @@ def _search(tasks: QuerySet[Task], project_id: int | None, term: str) -> QuerySe
     checked with `strpos` when the term is longer; then the tasks of those questions. Two queries,
     not one: inside the tasks' query the planner may evaluate the index expression row by row
     (8 ms a question, 40 s for a page) instead of reading the index once. Elsewhere (SQLite, the
-    embedded mode) `icontains`.
+    embedded mode) the same match in Python.
     """
     if connections[tasks.db].vendor != "postgresql":
-        return tasks.filter(Q(response__question__final_user_turn__icontains=term)
-                            | Q(response__question__dialogue__icontains=term))
+        # SQLite keeps JSON with non-ASCII escaped (`\u6211`), where `icontains` finds no Chinese:
+        # the embedded mode's few questions are read and matched here, as PostgreSQL matches them.
+        wanted = term.upper()
+        ids = [pk for pk, final, dialogue in Question.objects.filter(project_id=project_id)
+               .values_list("pk", "final_user_turn", "dialogue")
+               if wanted in _plain_text(final, dialogue).upper()]
+        return tasks.filter(response__question_id__in=ids)
     sql = (f"SELECT q.id FROM annotation_question q WHERE q.project_id = %s"
            f" AND {_GRAMS} @> rubrica_board_grams(upper(%s))")
     params: list[Any] = [project_id, term]

@@ -7,7 +7,11 @@ consensus, 2% of those tied, in progress, skipped, open, golden). VACUUM ANALYZE
 gunicorn (2 gthread workers) on port 8651 serves `GET /projects/{id}/board/` to a PM's
 session: the first page, a filtered page (state, model, zone) and two searches over the
 dialogue (a common word and a rare phrase). Prints one JSON line with p50/p95 per case.
+Every filter is measured alone (scene, difficulty, dimension, model, rubric version, expert,
+zone, each state), with two combinations, searches of 1, 2, 3 and 10 characters, a search that
+matches nothing, a search under a rare state, and a page half-way down the list.
 Usage: .venv/bin/python bench/board.py [--questions 20000] [--rounds 30] [--reuse]
+       [--port 8651] [--redis redis://127.0.0.1:6379/11] [--db rubrica_bench_board]
 """
 import argparse
 import json
@@ -131,11 +135,17 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--reuse", action="store_true", help="measure the project an earlier run built")
+    parser.add_argument("--port", type=int, default=PORT, help="where gunicorn listens")
+    parser.add_argument("--redis", default=REDIS, help="the Redis database the server uses")
+    parser.add_argument("--db", default=shared.DB_NAME, help="the scratch PostgreSQL database")
+    parser.add_argument("--only", default="", help="comma-separated case names to measure (default: all)")
     args = parser.parse_args()
+    shared.DB_NAME = args.db
+    port, redis = args.port, args.redis
     built = _built() if args.reuse else None
     if built is None:
         shared.recreate_database()
-    os.environ["REDIS_URL"] = REDIS
+    os.environ["REDIS_URL"] = redis
     shared.setup_django()
     import httpx
     from django.conf import settings
@@ -166,25 +176,45 @@ def main() -> None:
     cookie = session.cookies[settings.SESSION_COOKIE_NAME].value
     common = "工作"
     rare = project.questions.order_by("external_id").values_list("final_user_turn", flat=True).first()[:10]
+    ids = list(Task.objects.filter(project=project).order_by("pk").values_list("pk", flat=True))
+    expert = str(project_experts_first(project))
     cases = {
         "first_page": {},
         "filtered": {"state": "complete", "model": "model-2", "zone": "split"},
-        "filtered_deep": {"dimension": "emotional-perception", "expert": str(project_experts_first(project))},
+        "filtered_deep": {"dimension": "emotional-perception", "expert": expert},
+        "scene": {"scene": "家庭关系"},
+        "difficulty": {"difficulty": "hard"},
+        "dimension": {"dimension": "emotional-perception"},
+        "model": {"model": "model-2"},
+        "version": {"version": "1"},
+        "expert": {"expert": expert},
+        "zone_split": {"zone": "split"},
+        "zone_tied": {"zone": "tied"},
+        **{f"state_{state}": {"state": state}
+           for state in ("open", "in_progress", "tied", "complete", "golden", "skipped")},
+        "search_1": {"q": "我"},
+        "search_3": {"q": "不知道"},
         "search_common": {"q": common},
         "search_rare": {"q": rare},
-        "second_page": {"after": str(Task.objects.filter(project=project).order_by("pk")
-                                     .values_list("pk", flat=True)[49])},
+        "search_none": {"q": "无此之词"},
+        "search_in_state": {"q": common, "state": "skipped"},
+        "search_filtered": {"q": "压力", "scene": "职场心理", "difficulty": "hard"},
+        "second_page": {"after": str(ids[49])},
+        "page_half": {"after": str(ids[len(ids) // 2])},
+        "page_filtered_n": {"model": "model-3", "after": str(ids[len(ids) // 2])},
     }
+    if args.only:
+        cases = {name: params for name, params in cases.items() if name in args.only.split(",")}
     env = {**os.environ, "DATABASE_URL": f"{shared.PG}/{shared.DB_NAME}", "DB_CONN_MAX_AGE": "600",
-           "AXES_ENABLED": "0", "CELERY_TASK_ALWAYS_EAGER": "1", "REDIS_URL": REDIS}
+           "AXES_ENABLED": "0", "CELERY_TASK_ALWAYS_EAGER": "1", "REDIS_URL": redis}
     server = subprocess.Popen(
-        [str(shared.ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi:application", "-b", f"127.0.0.1:{PORT}",
+        [str(shared.ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi:application", "-b", f"127.0.0.1:{port}",
          "-w", "2", "-k", "gthread", "--threads", "2", "--log-level", "warning"], cwd=shared.ROOT, env=env)
     result: dict = {"bench": "board", "tasks": Task.objects.filter(project=project).count(),
                     "build_s": round(build_s, 1), "reused": built is not None,
                     "stack": "gunicorn gthread 2x2, PostgreSQL, session of the project's PM"}
     try:
-        client = httpx.Client(base_url=f"http://127.0.0.1:{PORT}", timeout=60,
+        client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60,
                               cookies={settings.SESSION_COOKIE_NAME: cookie})
         for _ in range(150):
             try:

@@ -212,7 +212,7 @@ def pm_sets_up_the_project(page, base: str) -> Project:
     expect_newest_change(page, "质控任务比例（%）", "5", "0")
 
     # The guidelines go with a new rubric version.
-    page.locator(".subnav a", has_text="评分细则").click()
+    page.locator(".subnav a", has_text="细则与指引").click()  # the group opens on the rubric
     page.fill("#guidelines-text", GUIDELINES)
     page.locator("#guidelines-save").click()
     expect(page.locator("#diff")).to_contain_text("情绪感知")
@@ -231,7 +231,8 @@ def pm_sets_up_the_project(page, base: str) -> Project:
 
 
 def pm_creates_an_invitation(page) -> str:
-    page.locator(".subnav a", has_text="成员").click()
+    page.locator(".subnav a", has_text="人员").click()
+    page.locator(".subnav-pages a", has_text="成员").click()
     page.locator(".roster-invite select[name='role']").select_option("expert")
     page.get_by_role("button", name="生成链接").click()
     banner = page.locator(".roster-invite .banner-success")
@@ -353,7 +354,8 @@ def newcomer_annotates_then_skips(page, base: str, artifacts) -> tuple[Assignmen
 
 
 def pm_sees_the_skip_and_raises_the_overlap(page, project: Project, skipped: Assignment, artifacts) -> None:
-    page.locator(".subnav a", has_text="跳过记录").click()
+    page.locator(".subnav a", has_text="人员").click()
+    page.locator(".subnav-pages a", has_text="跳过记录").click()
     row = page.locator("#skips tbody tr")
     expect(row).to_have_count(1)
     expect(row).to_contain_text(skipped.task.response.question.external_id)
@@ -405,7 +407,8 @@ def test_a_team_runs_its_first_project_in_the_browser(live_server, browser, page
     assert TaskSkip.objects.get().assignment_id == skipped.pk
 
     # The PM sees the newcomer's profile on the member list.
-    page.locator(".subnav a", has_text="成员").click()
+    page.locator(".subnav a", has_text="人员").click()
+    page.locator(".subnav-pages a", has_text="成员").click()
     newcomer_row = page.locator(f"tr[data-member='{expert.pk}']")
     expect(newcomer_row).to_contain_text("心理学硕士，国家二级咨询师")
     expect(newcomer_row).to_contain_text("温暖")
@@ -416,7 +419,8 @@ def test_a_team_runs_its_first_project_in_the_browser(live_server, browser, page
     pm_sees_the_skip_and_raises_the_overlap(page, project, skipped, artifacts)
 
     # 6. Four more experts join by a pasted list; three take the last free slots.
-    page.locator(".subnav a", has_text="成员").click()
+    page.locator(".subnav a", has_text="人员").click()
+    page.locator(".subnav-pages a", has_text="成员").click()
     page.fill("textarea[name='users']", "\n".join(u.username for u in others))
     page.get_by_role("button", name="添加", exact=True).click()
     expect(page.locator(".roster-add .banner-success")).to_contain_text("4")

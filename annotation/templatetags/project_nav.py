@@ -42,7 +42,9 @@ GROUPS: tuple[Group, ...] = (
     )),
     Group("board", _("Board"), (Tab("board", _("Board"), ("task_history",)),)),
     Group("quality", _("Quality"), (
-        Tab("quality_dashboard", _("Quality dashboard"), ("quality_items", "quality_status", "quality_recompute")),
+        Tab("quality_dashboard", _("Quality dashboard"), ("quality_items", "quality_status", "quality_recompute",
+                                                                    "benchmark_report", "benchmark_report_recompute",
+                                                                    "benchmark_gates_edit")),
         Tab("judge_runs", _("Judge runs"), ("judge_labels_import", "judge_run")),
         Tab("quality", _("Calibration & golden set"), ("golden_import", "quality_experts", "quality_expert",
                                                                   "quality_expert_resume", "quality_expert_evaluate",
@@ -50,7 +52,7 @@ GROUPS: tuple[Group, ...] = (
         Tab("review_queue", _("Review"), ("review_accept", "review_return", "review_reject")),
     )),
     Group("people", _("People"), (
-        Tab("workload", _("Workload"), ("batch", "batch_tasks", "batch_experts")),
+        Tab("workload", _("Workload"), ("batch", "batch_tasks", "batch_experts", "batch_job")),
         Tab("members", _("Members"), ("member_remove", "invitation_create", "invitation_revoke")),
         Tab("project_skips", _("Skips")),
         Tab("consultation_list", _("Consultations"), ("consultation_detail", "consultation_open_pm")),

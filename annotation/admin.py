@@ -20,10 +20,12 @@ number would cast every row.
 """
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 from django.utils import timezone
 
+from annotation.judging.secrets import api_key_env_check
 from annotation.models import (
     Adjudication,
     Assignment,
@@ -33,6 +35,7 @@ from annotation.models import (
     FaqEntry,
     Invitation,
     ItemConsensus,
+    JudgeKeyGrant,
     Label,
     MembershipEvent,
     Project,
@@ -44,6 +47,7 @@ from annotation.models import (
 from annotation.projects.fields import BY_NAME
 from annotation.projects.services import project_settings_update
 from core.admin import ReadOnlyAdmin
+from core.errors import DomainError
 
 
 class _ReadOnlyAdmin(ReadOnlyAdmin):
@@ -244,3 +248,54 @@ class FaqEntryAdmin(_ReadOnlyAdmin):
     list_select_related = ("project", "asked_by", "answered_by")
     search_fields = ("question",)
     raw_id_fields = ("project", "asked_by", "answered_by", "source_question")
+
+
+class JudgeKeyGrantForm(forms.ModelForm):
+    class Meta:
+        model = JudgeKeyGrant
+        fields = ("project", "env_name")
+
+    def clean_env_name(self) -> str:
+        try:
+            return api_key_env_check(self.cleaned_data["env_name"])
+        except DomainError as exc:
+            raise forms.ValidationError(exc.message) from None
+
+
+@admin.register(JudgeKeyGrant)
+class JudgeKeyGrantAdmin(admin.ModelAdmin):
+    """Which projects' runs an admin may start with a key from the workers' environment.
+
+    Admins only, whatever a staff account's model permissions say: a grant lets a run send
+    the operator's key to the URL of the run.
+    """
+
+    form = JudgeKeyGrantForm
+    list_display = ("project", "env_name", "granted_by", "granted_at")
+    list_select_related = ("project", "granted_by")
+    raw_id_fields = ("project",)
+    search_fields = ("env_name", "project__name")
+    readonly_fields = ("granted_by", "granted_at")
+
+    def save_model(self, request: HttpRequest, obj: JudgeKeyGrant, form: Any, change: bool) -> None:
+        if not change:
+            obj.granted_by = request.user if request.user.is_authenticated else None
+        super().save_model(request, obj, form, change)
+
+    def _admin_only(self, request: HttpRequest) -> bool:
+        return bool(getattr(request.user, "is_platform_admin", False))
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self._admin_only(request)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._admin_only(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return self._admin_only(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._admin_only(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._admin_only(request)

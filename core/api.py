@@ -7,7 +7,6 @@ from typing import Any
 
 from rest_framework.response import Response
 from rest_framework.throttling import SimpleRateThrottle
-from rest_framework.views import exception_handler as drf_exception_handler
 
 from core.error_codes import ErrorCode
 from core.errors import DomainError, error_message
@@ -35,6 +34,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             if len(exc.errors) > MAX_ERRORS:
                 body["errors_omitted"] = len(exc.errors) - MAX_ERRORS
         return Response(body, status=exc.status)
+    # Imported here: rest_framework.views reads DEFAULT_THROTTLE_CLASSES, which names this module's
+    # throttle, when it is first imported; core.middleware imports this module before DRF's views.
+    from rest_framework.views import exception_handler as drf_exception_handler
+
     return drf_exception_handler(exc, context)
 
 

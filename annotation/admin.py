@@ -20,6 +20,7 @@ number would cast every row.
 """
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.contrib.auth.admin import GroupAdmin
 from django.contrib.auth.models import Group
@@ -28,6 +29,7 @@ from django.utils import timezone
 from guardian.models import GroupObjectPermission, UserObjectPermission
 
 from annotation.audit.admin import AuditedAdminMixin, GroupObjectPermissionAdmin, ObjectPermissionAdmin
+from annotation.judging.secrets import api_key_env_check
 from annotation.models import (
     Adjudication,
     Assignment,
@@ -37,6 +39,7 @@ from annotation.models import (
     FaqEntry,
     Invitation,
     ItemConsensus,
+    JudgeKeyGrant,
     Label,
     MembershipEvent,
     Project,
@@ -48,6 +51,7 @@ from annotation.models import (
 from annotation.projects.fields import BY_NAME
 from annotation.projects.services import project_settings_update
 from core.admin import ReadOnlyAdmin
+from core.errors import DomainError
 from experts.admin import RubricaUserAdmin
 from experts.models import User
 
@@ -269,3 +273,57 @@ for _model, _admin in ((User, AuditedUserAdmin), (Group, AuditedGroupAdmin)):
     admin.site.register(_model, _admin)
 admin.site.register(UserObjectPermission, ObjectPermissionAdmin)
 admin.site.register(GroupObjectPermission, GroupObjectPermissionAdmin)
+class JudgeKeyGrantForm(forms.ModelForm):
+    class Meta:
+        model = JudgeKeyGrant
+        fields = ("project", "env_name")
+
+    def clean_env_name(self) -> str:
+        try:
+            return api_key_env_check(self.cleaned_data["env_name"])
+        except DomainError as exc:
+            raise forms.ValidationError(exc.message) from None
+
+
+@admin.register(JudgeKeyGrant)
+class JudgeKeyGrantAdmin(AuditedAdminMixin, admin.ModelAdmin):
+    """Which projects' runs an admin may start with a key from the workers' environment.
+
+    Admins only, whatever a staff account's model permissions say: a grant lets a run send
+    the operator's key to the URL of the run. Granting and revoking go to the audit log.
+    """
+
+    audit_fields = ("project", "env_name")
+
+    def audit_project_id(self, obj: Any) -> int | None:
+        return obj.project_id
+
+    form = JudgeKeyGrantForm
+    list_display = ("project", "env_name", "granted_by", "granted_at")
+    list_select_related = ("project", "granted_by")
+    raw_id_fields = ("project",)
+    search_fields = ("env_name", "project__name")
+    readonly_fields = ("granted_by", "granted_at")
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        if not change:
+            obj.granted_by = request.user if request.user.is_authenticated else None
+        super().save_model(request, obj, form, change)
+
+    def _admin_only(self, request: HttpRequest) -> bool:
+        return bool(getattr(request.user, "is_platform_admin", False))
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self._admin_only(request)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._admin_only(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return self._admin_only(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._admin_only(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._admin_only(request)

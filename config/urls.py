@@ -10,6 +10,9 @@ from core.health import healthz
 from core.metrics import metrics_view
 from experts import urls as experts_urls
 
+# JSON under /api/, Django's page elsewhere.
+handler404 = "core.not_found.page_not_found"
+
 urlpatterns = [
     # Pages without our <link rel="icon"> (the Django admin) make the browser ask for this.
     path("favicon.ico", RedirectView.as_view(url=static("img/favicon.svg"), permanent=True)),

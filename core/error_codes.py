@@ -213,6 +213,14 @@ class ErrorCode(models.TextChoices):
     KEY_ENV_INVALID = "key_env_invalid", _(
         "An environment variable name holds only letters, digits and underscores.")
     KEY_ENV_NOT_ALLOWED = "key_env_not_allowed", _("This environment variable may not be used for judge keys.")
+    KEY_ENV_ADMIN_ONLY = "key_env_admin_only", _(
+        "Keys from the server's environment are for admins; type the API key in instead.")
+    KEY_ENV_NOT_GRANTED = "key_env_not_granted", _(
+        "This project has no grant for the environment variable %(name)s; an admin adds one under Judge key "
+        "grants in the admin site.")
+    URL_NOT_ALLOWED = "url_not_allowed", _(
+        "This URL points at this machine or a private network, or is not https://; give the endpoint's public "
+        "https:// address.")
     NAME_TAKEN = "name_taken", _("This project already has a judge run with this name.")
     NO_TASKS = "no_tasks", _("The current rubric version has no tasks to judge yet.")
 

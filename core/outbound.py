@@ -34,6 +34,7 @@ __all__ = [
     "OutboundError",
     "OutboundRefused",
     "OutboundResponse",
+    "Resolver",
     "address_is_public",
     "outbound_request",
     "url_check",
@@ -163,6 +164,9 @@ def _pinned_request(client: httpx.Client, *, method: str, target: _Target, heade
 
 
 def _read_capped(response: httpx.Response, limit: int) -> bytes:
+    if response.is_stream_consumed:
+        # A response built in memory (httpx.MockTransport in tests) is read already.
+        return response.content[:limit]
     chunks: list[bytes] = []
     size = 0
     for chunk in response.iter_raw():

@@ -14,7 +14,7 @@ from annotation.api.exchange import (
     QuestionsImportApi,
     ResponsesImportApi,
 )
-from annotation.api.judging import JudgeRunProgressApi
+from annotation.api.judging import JudgeRunProgressApi, JudgeRunStartApi
 from annotation.api.members import InvitationRevokeApi, InvitationsApi, MemberApi, MembersApi
 from annotation.api.work import (
     AssignmentDetailApi,
@@ -114,6 +114,7 @@ urlpatterns = [
     path("projects/<int:project_id>/faq/<int:entry_id>/", library.FaqEntryApi.as_view(), name="api-faq-entry"),
     # Judging and agreement.
     path("judge-runs/<int:run_id>/", JudgeRunProgressApi.as_view(), name="api-judge-run"),
+    path("projects/<int:project_id>/judge-runs/", JudgeRunStartApi.as_view(), name="api-judge-run-start"),
     path("projects/<int:project_id>/agreement/", AgreementReportApi.as_view(), name="api-agreement"),
     path("projects/<int:project_id>/agreement/recompute/", AgreementRecomputeApi.as_view(),
          name="api-agreement-recompute"),

@@ -72,7 +72,8 @@ class DraftApi(APIView):
 class SubmitApi(APIView):
     @extend_schema(
         request=SubmitIn,
-        responses={200: SubmitOut, 201: SubmitOut},
+        responses={200: SubmitOut, 201: SubmitOut,
+                   422: OpenApiResponse(description="The Idempotency-Key was used before with another body.")},
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False)],
     )
     def post(self, request, assignment_id: int):

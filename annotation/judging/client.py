@@ -3,7 +3,13 @@
 Used by judge runs: one prompt in, the assistant's text out, with a shared
 requests-per-second limit, retries with exponential backoff and full jitter
 for transient failures, and no retry for errors that will not go away by
-themselves (a bad key, a bad request).
+themselves (a bad key, a bad request, a refused target).
+
+Every request goes through the guarded outbound client (``core.outbound``): a PM
+types the base URL, so the target is resolved and refused when it is private,
+loopback, link-local, multicast or reserved, at connect time and after each
+redirect, unless an admin named its host in RUBRICA_OUTBOUND_ALLOWED_HOSTS. The
+guard reads that list from Django's settings; everything else here is plain Python.
 
 ``base_url`` is taken as given (only a trailing slash is stripped) and the
 client POSTs to ``{base_url}/chat/completions``; so pass the URL that already
@@ -11,15 +17,15 @@ ends in the API version, e.g. ``https://api.openai.com/v1``.  Guessing a
 ``/v1`` suffix would break providers whose path differs (``.../v4``,
 ``.../openai/deployments/x``).
 
-The API key is kept out of every exception message and ``repr``; exceptions
-are raised ``from None`` because httpx exceptions carry the request, whose
-headers contain the key.
-
-No Django import here: this module is pure Python + httpx and unit-testable.
+A failure says its class (``error_class``) and HTTP status, never what the target
+answered: a PM must not be able to read a server's reply by pointing a run at it.
+A short, key-free excerpt of an error body goes to the log only. The API key is
+kept out of every exception message and ``repr``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import threading
@@ -28,6 +34,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import httpx
+
+from core.outbound import OutboundError, OutboundResponse, Resolver, outbound_request
 
 from .pacing import RateLimiter, backoff_delay, parse_retry_after, retryable_status
 from .prompt import JudgeAnswer, JudgeParseError, parse_judge_answer, render_judge_prompt
@@ -41,38 +49,42 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_BODY_EXCERPT_CHARS = 200
+_LOG_EXCERPT_CHARS = 200
+# A chat completion with a judge's answer is a few KB; a longer body is cut and then
+# fails to parse as one, instead of filling a worker's memory.
+MAX_RESPONSE_BYTES = 1024 * 1024
+
+# Failures of the guarded client that may heal by waiting; "refused", "tls" and
+# "too_many_redirects" will not.
+_RETRYABLE_CLASSES = frozenset({"timeout", "connect", "protocol", "dns"})
 
 
 class JudgeRequestError(RuntimeError):
     """A chat completion request failed for good.
 
-    ``status`` is the last HTTP status (None for a network error or timeout),
-    ``attempts`` how many HTTP requests were made, and ``retryable`` whether
-    the last failure was of a transient kind (so a caller such as a Celery
-    task may try again later, whereas a 401 or 400 will not heal by waiting).
+    ``error_class`` names the kind of failure (``http_status``, ``refused``, ``timeout``,
+    ``connect``, ``dns``, ``tls``, ``protocol``, ``too_many_redirects``,
+    ``not_chat_completion``, ``no_content``), ``status`` is the last HTTP status
+    (None when no response came), ``attempts`` how many HTTP requests were made, and
+    ``retryable`` whether the last failure was of a transient kind (so a caller such as
+    a Celery task may try again later, whereas a 401 or 400 will not heal by waiting).
+    The message holds none of the target's response.
     """
 
     def __init__(
         self,
         message: str,
         *,
+        error_class: str = "http_status",
         status: int | None = None,
         attempts: int = 0,
         retryable: bool = False,
     ) -> None:
         super().__init__(message)
+        self.error_class = error_class
         self.status = status
         self.attempts = attempts
         self.retryable = retryable
-
-
-_RETRYABLE_EXCEPTIONS: tuple[type[Exception], ...] = (
-    httpx.TimeoutException,
-    httpx.NetworkError,
-    httpx.RemoteProtocolError,
-    httpx.ProxyError,
-)
 
 
 class Completer(Protocol):
@@ -86,9 +98,8 @@ class Completer(Protocol):
 class ChatClient:
     """Synchronous client for ``POST {base_url}/chat/completions``.
 
-    Thread-safe: one instance (and its rate limiter and connection pool) is
-    meant to be shared by all threads of a process.  Create it inside the
-    worker process, not before a fork.
+    Thread-safe: one instance (and its rate limiter) is meant to be shared by all
+    threads of a process.  Create it inside the worker process, not before a fork.
     """
 
     def __init__(
@@ -108,7 +119,7 @@ class ChatClient:
         rate_limiter: RateLimiter | None = None,
         rng: random.Random | None = None,
         extra_body: dict[str, Any] | None = None,
-        trust_env: bool = True,
+        resolve: Resolver | None = None,
     ) -> None:
         """Configure the client.
 
@@ -116,9 +127,8 @@ class ChatClient:
         limiter (e.g. between clients of the same provider account).
         ``extra_body`` adds provider-specific fields (``max_tokens`` ...) to
         every request; it cannot override ``model``, ``messages`` or
-        ``temperature``.  ``trust_env`` lets httpx read proxy and CA settings
-        from the environment (deployments behind a proxy need it; tests
-        against loopback turn it off).
+        ``temperature``.  ``transport`` and ``resolve`` replace the network and
+        the DNS resolver of the guarded client, for tests.
         """
         if not base_url or not isinstance(base_url, str):
             raise ValueError("base_url is required")
@@ -142,23 +152,19 @@ class ChatClient:
         self._rng = rng or random.Random()
         self._rng_lock = threading.Lock()  # random.Random is not documented thread-safe
         self._extra_body = dict(extra_body or {})
+        self._transport = transport
+        self._resolve = resolve
         if rate_limiter is not None:
             self.rate_limiter: RateLimiter | None = rate_limiter
         elif rps is not None:
             self.rate_limiter = RateLimiter(rps, clock=clock, sleep=sleep)
         else:
             self.rate_limiter = None
-        self._http = httpx.Client(
-            transport=transport,
-            timeout=httpx.Timeout(self.timeout_s),
-            trust_env=trust_env,
-        )
 
     # -- lifecycle ---------------------------------------------------------
 
     def close(self) -> None:
-        """Close the connection pool."""
-        self._http.close()
+        """Nothing to release: the guarded client opens one connection per request."""
 
     def __enter__(self) -> ChatClient:
         return self
@@ -171,8 +177,7 @@ class ChatClient:
         return f"ChatClient(base_url={self.base_url!r}, model={self.model!r}, api_key='***')"
 
     def __getstate__(self) -> dict[str, Any]:
-        # A client holds sockets and locks; pickling it (e.g. into a Celery
-        # message) would also put the key into the broker.  Refuse loudly.
+        # Pickling a client (e.g. into a Celery message) would put the key into the broker.
         raise TypeError("ChatClient cannot be pickled; pass its settings instead")
 
     # -- helpers -----------------------------------------------------------
@@ -183,16 +188,10 @@ class ChatClient:
             text = text.replace(self._api_key, "***")
         return text
 
-    def _body_excerpt(self, response: httpx.Response) -> str:
-        """Return a short, single-line, key-free excerpt of a response body."""
-        try:
-            text = response.text
-        except Exception:  # undecodable body: the status alone must do
-            return ""
-        flat = " ".join(self._redact(text).split())
-        if len(flat) > _BODY_EXCERPT_CHARS:
-            flat = flat[: _BODY_EXCERPT_CHARS - 1] + "…"
-        return flat
+    def _log_excerpt(self, body: bytes) -> str:
+        """A short, single-line, key-free excerpt of a response body, for the log only."""
+        flat = " ".join(self._redact(body[: _LOG_EXCERPT_CHARS * 4].decode("utf-8", "replace")).split())
+        return flat if len(flat) <= _LOG_EXCERPT_CHARS else flat[: _LOG_EXCERPT_CHARS - 1] + "…"
 
     def _delay(self, attempt: int, retry_after_s: float | None) -> float:
         with self._rng_lock:
@@ -212,29 +211,41 @@ class ChatClient:
         )
         return body
 
-    def _content(self, response: httpx.Response, attempts: int) -> str:
+    def _content(self, response: OutboundResponse, attempts: int) -> str:
         """Extract ``choices[0].message.content`` or raise a non-retryable error."""
         try:
-            data = response.json()
+            data = json.loads(response.body)
             message = data["choices"][0]["message"]
             content = message.get("content")
             finish = data["choices"][0].get("finish_reason")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             # A 200 that is not a chat completion is a wrong base_url or an
             # incompatible provider; asking again would get the same page.
+            logger.warning("judge endpoint answered without a chat completion", extra={
+                "status": response.status, "excerpt": self._log_excerpt(response.body)})
             raise JudgeRequestError(
-                f"response from {self.url} is not a chat completion "
-                f"(HTTP {response.status_code}): {self._body_excerpt(response)!r}",
-                status=response.status_code,
+                f"the answer of {self.url} (HTTP {response.status}) is not a chat completion; "
+                "check the base URL",
+                error_class="not_chat_completion",
+                status=response.status,
                 attempts=attempts,
             ) from None
         if not isinstance(content, str):
+            finish_text = finish if isinstance(finish, str) and len(finish) <= 40 else "?"
             raise JudgeRequestError(
-                f"chat completion has no text content (finish_reason={finish!r})",
-                status=response.status_code,
+                f"chat completion has no text content (finish_reason={finish_text!r})",
+                error_class="no_content",
+                status=response.status,
                 attempts=attempts,
             )
         return content
+
+    def _post(self, payload: dict[str, Any], headers: dict[str, str]) -> OutboundResponse:
+        return outbound_request(
+            "POST", self.url, headers=headers, content=json.dumps(payload, ensure_ascii=False).encode(),
+            timeout_s=self.timeout_s, max_body_bytes=MAX_RESPONSE_BYTES, resolve=self._resolve,
+            transport=self._transport,
+        )
 
     # -- the request -------------------------------------------------------
 
@@ -243,15 +254,17 @@ class ChatClient:
 
         Retries 429, 408, 5xx, timeouts and connection errors up to
         ``max_retries`` times; raises ``JudgeRequestError`` at once for other
-        4xx, and after the last attempt otherwise.
+        4xx and for a refused target, and after the last attempt otherwise.
         """
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a string, got {type(prompt).__name__}")
         payload = self._payload(prompt)
-        headers = {"Authorization": f"Bearer {self._api_key}", "Accept": "application/json"}
+        headers = {"Authorization": f"Bearer {self._api_key}", "Accept": "application/json",
+                   "Content-Type": "application/json"}
         total_attempts = self.max_retries + 1
         last_problem = "no attempt made"
         last_status: int | None = None
+        last_class = "http_status"
 
         for attempt in range(1, total_attempts + 1):
             if self.rate_limiter is not None:
@@ -259,25 +272,29 @@ class ChatClient:
                 self.rate_limiter.acquire()
             retry_after_s: float | None = None
             try:
-                response = self._http.post(self.url, json=payload, headers=headers)
-            except _RETRYABLE_EXCEPTIONS as exc:
-                last_status = None
-                last_problem = f"{type(exc).__name__}: {self._redact(str(exc)) or 'no detail'}"
-            except httpx.HTTPError as exc:
-                raise JudgeRequestError(
-                    f"request to {self.url} failed: {type(exc).__name__}: "
-                    f"{self._redact(str(exc))}",
-                    attempts=attempt,
-                ) from None
+                response = self._post(payload, headers)
+            except OutboundError as exc:
+                # The guard's messages name the host or the failure, never a response.
+                last_status, last_class = None, exc.error_class
+                last_problem = f"{exc.error_class} ({self._redact(str(exc))})"
+                if exc.error_class not in _RETRYABLE_CLASSES:
+                    raise JudgeRequestError(
+                        f"request to {self.url} not sent or not finished, not retried: {last_problem}",
+                        error_class=exc.error_class,
+                        attempts=attempt,
+                    ) from None
             else:
-                status = response.status_code
+                status = response.status
                 if 200 <= status < 300:
                     return self._content(response, attempt)
-                last_status = status
-                last_problem = f"HTTP {status}: {self._body_excerpt(response)!r}"
+                last_status, last_class = status, "http_status"
+                last_problem = f"HTTP {status}"
+                logger.warning("judge endpoint answered with an error", extra={
+                    "status": status, "attempt": attempt, "excerpt": self._log_excerpt(response.body)})
                 if not retryable_status(status):
                     raise JudgeRequestError(
                         f"request to {self.url} rejected, not retried: {last_problem}",
+                        error_class="http_status",
                         status=status,
                         attempts=attempt,
                     )
@@ -293,6 +310,7 @@ class ChatClient:
 
         raise JudgeRequestError(
             f"request to {self.url} gave up after {total_attempts} attempts; last: {last_problem}",
+            error_class=last_class,
             status=last_status,
             attempts=total_attempts,
             retryable=True,

@@ -23,12 +23,13 @@ from django.db.models import Count, Q
 
 from annotation.audit.services import audit_record
 from annotation.judging.prompt import PROMPT_VERSION
-from annotation.judging.secrets import api_key_encrypt, api_key_env_check
+from annotation.judging.secrets import api_key_encrypt, api_key_env_check_for
 from annotation.lock_objects import judge_run_lock
 from annotation.models import AuditAction, JudgeRun, JudgeTaskResult, Project, Task
 from annotation.selectors import rubric_version_current
 from core.after_commit import task_send_on_commit
 from core.errors import DomainError, NotFound
+from core.outbound import OutboundRefused, url_check
 from experts.models import User
 
 logger = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ MODEL_MAX = 200
 URL_MAX = 500
 KEY_MAX = 1000
 ERROR_MAX = 2000
+ERROR_CLASS_MAX = 40
 ACTIVE = (JudgeRun.Status.PENDING, JudgeRun.Status.RUNNING)
 
 _url_validator = URLValidator(schemes=["http", "https"])
@@ -67,8 +69,9 @@ def judge_run_start(*, project: Project, name: str, base_url: str, judge_model: 
                     api_key_env: str | None, requests_per_second: float, created_by: User | None) -> JudgeRun:
     """Start a live judge run over every non-golden task of the project's current rubric version.
 
-    The key is stored Fernet-encrypted (`api_key`) or named by an allowed environment
-    variable the workers read (`api_key_env`); exactly one of the two. Raises
+    The key is stored Fernet-encrypted (`api_key`) or, when an admin starts the run on a
+    project granted that variable, named by an environment variable the workers read
+    (`api_key_env`); exactly one of the two. Raises
     DomainError listing every bad field (name taken, URL not http(s), rps outside
     (0, 50], ...) and then writes nothing. The walker is queued when the transaction
     commits. The run's times are set by the database (created) and by the walker
@@ -91,6 +94,13 @@ def judge_run_start(*, project: Project, name: str, base_url: str, judge_model: 
         _url_validator(base_url)
     except ValidationError:
         bad("base_url", "expected an http(s) URL such as https://api.openai.com/v1", "bad_url")
+    else:
+        try:
+            # What can be told without DNS (loopback, private literals, localhost, plain http);
+            # names are resolved and vetted again at every request (core.outbound).
+            url_check(base_url)
+        except OutboundRefused as exc:
+            bad("base_url", str(exc), "url_not_allowed")
     judge_model = (judge_model or "").strip()
     if not judge_model:
         bad("judge_model", "required", "required")
@@ -105,7 +115,7 @@ def judge_run_start(*, project: Project, name: str, base_url: str, judge_model: 
         bad("api_key", f"at most {KEY_MAX} characters", "too_long")
     elif api_key_env:
         try:
-            api_key_env = api_key_env_check(api_key_env)
+            api_key_env = api_key_env_check_for(name=api_key_env, project_id=project.pk, user=created_by)
         except DomainError as exc:
             errors.extend(exc.errors)
     if name and JudgeRun.objects.filter(project=project, name=name).exists():

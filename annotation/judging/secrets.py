@@ -1,4 +1,9 @@
-"""A judge run's API key: encrypted at rest, or named by an allowed environment variable.
+"""A judge run's API key: typed in and encrypted at rest, or, for admins, named by an environment variable.
+
+A run sends its key to a URL the person who starts it chooses, so a PM uses only a key
+they typed in. A key from the workers' environment is the operator's: only an admin may
+name one, only a variable in RUBRICA_JUDGE_KEY_ENV_ALLOWED, and only on a project that an
+admin gave a grant for that variable (`JudgeKeyGrant`, in the Django admin).
 
 The Fernet key is derived from RUBRICA_SECRETS_KEY (SHA-256 of a purpose label and the
 secret, urlsafe-base64), a key of its own so that SECRET_KEY and it rotate apart: a key
@@ -13,10 +18,12 @@ import base64
 import hashlib
 import os
 import re
+from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
 
+from annotation.models import JudgeKeyGrant
 from core.errors import DomainError
 from core.secret_box import secret_decrypt, secret_encrypt
 
@@ -50,11 +57,11 @@ def api_key_decrypt(token: str) -> str:
 
 
 def api_key_env_check(name: str) -> str:
-    """The variable name if a PM may point a run at it, else DomainError.
+    """The variable name if the operator allows judge keys from it, else DomainError.
 
     Only names listed in RUBRICA_JUDGE_KEY_ENV_ALLOWED (an entry ending in `*` is a
-    prefix) qualify: the run sends the value to a URL the PM chose, so naming
-    DATABASE_URL or SECRET_KEY must not be possible.
+    prefix) qualify: the run sends the value to the URL of the run, so naming
+    DATABASE_URL or SECRET_KEY must not be possible, not even for an admin.
     """
     name = name.strip()
     if not _ENV_NAME.match(name):
@@ -70,17 +77,44 @@ def api_key_env_check(name: str) -> str:
     return name
 
 
+def api_key_env_check_for(*, name: str, project_id: int, user: Any) -> str:
+    """The variable name if `user` may start a run of the project with the key it holds, else DomainError.
+
+    Refused for anyone but an admin, for a name outside RUBRICA_JUDGE_KEY_ENV_ALLOWED, and
+    for a project without a grant for the name.
+    """
+    if user is None or not getattr(user, "is_platform_admin", False):
+        raise DomainError("Keys from the server's environment are for admins; type the API key in instead.",
+                          code="key_env_admin_only",
+                          errors=[{"field": "api_key_env", "code": "key_env_admin_only",
+                                   "message": "keys from the server's environment are for admins; type the API "
+                                              "key in instead"}])
+    name = api_key_env_check(name)
+    if not _env_granted(name, project_id):
+        raise DomainError(f"This project has no grant for the environment variable {name}; an admin adds one "
+                          "under Judge key grants in the admin site.", code="key_env_not_granted",
+                          errors=[{"field": "api_key_env", "code": "key_env_not_granted",
+                                   "message": f"this project has no grant for {name}", "params": {"name": name}}])
+    return name
+
+
+def _env_granted(name: str, project_id: int) -> bool:
+    return JudgeKeyGrant.objects.filter(project_id=project_id, env_name=name).exists()
+
+
 def _env_allowed(name: str) -> bool:
     return any(name.startswith(entry[:-1]) if entry.endswith("*") else name == entry
                for entry in settings.RUBRICA_JUDGE_KEY_ENV_ALLOWED)
 
 
-def api_key_resolve(*, encrypted: str, env_name: str) -> str:
+def api_key_resolve(*, encrypted: str, env_name: str, project_id: int) -> str:
     """The plaintext key of a run, read where the worker runs (env) or decrypted."""
     if env_name:
-        # Checked again here: the allow-list may have shrunk since the run was started.
+        # Checked again here: the allow-list may have shrunk, or the grant gone, since the run was started.
         if not _env_allowed(env_name):
             raise JudgeKeyError(f"the environment variable {env_name} is no longer allowed for judge keys")
+        if not _env_granted(env_name, project_id):
+            raise JudgeKeyError(f"the project no longer has a grant for the environment variable {env_name}")
         value = os.environ.get(env_name, "")
         if not value.strip():
             raise JudgeKeyError(f"the environment variable {env_name} is not set on the worker")

@@ -64,13 +64,21 @@ class JudgeRunStartForm(forms.Form):
     )
     api_key_env = forms.CharField(
         label=gettext_lazy("…or environment variable with the key"), required=False, max_length=100,
-        help_text=gettext_lazy("Read by the workers, e.g. OPENAI_API_KEY."),
+        help_text=gettext_lazy("Admins only: read by the workers, e.g. OPENAI_API_KEY, on a project with a grant "
+                               "for the variable (Judge key grants in the admin site)."),
         widget=forms.TextInput(attrs={"placeholder": "OPENAI_API_KEY", "autocomplete": "off"}),
     )
     requests_per_second = forms.FloatField(
         label=gettext_lazy("Requests per second"), initial=2,
         widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
     )
+
+    def __init__(self, *args: Any, env_keys: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not env_keys:
+            # A key from the server's environment is for admins: a PM is not offered the field
+            # (and one sent anyway is refused by the service, with a message).
+            del self.fields["api_key_env"]
 
 
 class JudgeLabelsImportForm(forms.Form):
@@ -80,11 +88,15 @@ class JudgeLabelsImportForm(forms.Form):
     prompt_version = forms.CharField(label=gettext_lazy("Prompt version"), max_length=100, required=False)
 
 
-def _runs_context(project: Project, **extra: Any) -> dict[str, Any]:
+def _env_keys(request: HttpRequest) -> bool:
+    return bool(getattr(request.user, "is_platform_admin", False))
+
+
+def _runs_context(request: HttpRequest, project: Project, **extra: Any) -> dict[str, Any]:
     return {
         "project": project,
         "runs": judge_run_list_for_project(project),
-        "form": JudgeRunStartForm(),
+        "form": JudgeRunStartForm(env_keys=_env_keys(request)),
         "import_form": JudgeLabelsImportForm(),
         **extra,
     }
@@ -96,14 +108,15 @@ def judge_runs(request: HttpRequest, project_id: int) -> HttpResponse:
     """The project's judge runs and the form that starts a live one (POST)."""
     project = project_get_for_user(request.user, project_id, manage=True)
     if request.method == "GET":
-        return render_page(request, RUNS, "runs", _runs_context(project))
-    form = JudgeRunStartForm(request.POST)
+        return render_page(request, RUNS, "runs", _runs_context(request, project))
+    form = JudgeRunStartForm(request.POST, env_keys=_env_keys(request))
     if form.is_valid():
         data = form.cleaned_data
+        env_name = data["api_key_env"] if "api_key_env" in form.fields else request.POST.get("api_key_env", "")
         try:
             run = judge_run_start(
                 project=project, name=data["name"], base_url=data["base_url"], judge_model=data["judge_model"],
-                api_key=data["api_key"] or None, api_key_env=data["api_key_env"] or None,
+                api_key=data["api_key"] or None, api_key_env=env_name[:200] or None,
                 requests_per_second=data["requests_per_second"], created_by=request.user,
             )
         except DomainError as exc:
@@ -113,7 +126,7 @@ def judge_runs(request: HttpRequest, project_id: int) -> HttpResponse:
         else:
             url = reverse("judge_run", args=[run.pk])
             return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-    context = _runs_context(project, form=form)
+    context = _runs_context(request, project, form=form)
     return render_page(request, RUNS, "start_form", context, status=UNPROCESSABLE)
 
 
@@ -141,7 +154,7 @@ def judge_labels_import_view(request: HttpRequest, project_id: int) -> HttpRespo
             outcome["error"] = error_message(exc)
             outcome["errors"] = exc.errors
             status = UNPROCESSABLE
-    context = _runs_context(project, import_form=form, outcome=outcome)
+    context = _runs_context(request, project, import_form=form, outcome=outcome)
     return render_page(request, RUNS, "import_response", context, status=status)
 
 

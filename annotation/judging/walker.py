@@ -32,7 +32,7 @@ from django.db.models import F, Min, Q
 from annotation.judging.client import ChatClient, Completer, JudgeRequestError, judge_one
 from annotation.judging.prompt import JudgeAnswer, JudgeParseError
 from annotation.judging.ratelimit import rate_limiter_for_run
-from annotation.judging.runs import ACTIVE, ERROR_MAX
+from annotation.judging.runs import ACTIVE, ERROR_CLASS_MAX, ERROR_MAX
 from annotation.judging.secrets import JudgeKeyError, api_key_resolve
 from annotation.lock_objects import judge_result_lock, judge_run_lock
 from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult, WebhookEvent
@@ -69,11 +69,11 @@ _CLIENTS_KEPT = 8
 
 
 def _process_client(run: JudgeRun) -> _ProcessClient:
-    secret = api_key_resolve(encrypted=run.api_key_encrypted, env_name=run.api_key_env)
+    secret = api_key_resolve(encrypted=run.api_key_encrypted, env_name=run.api_key_env, project_id=run.project_id)
     material = "\x00".join(map(str, (
         run.base_url, run.judge_model, secret, run.requests_per_second, settings.RUBRICA_JUDGE_TIMEOUT_S,
         settings.RUBRICA_JUDGE_MAX_RETRIES, settings.RUBRICA_JUDGE_BACKOFF_BASE_S,
-        settings.RUBRICA_JUDGE_BACKOFF_MAX_S, settings.RUBRICA_JUDGE_TRUST_ENV)))
+        settings.RUBRICA_JUDGE_BACKOFF_MAX_S)))
     fingerprint = hashlib.sha256(material.encode()).hexdigest()
     with _clients_lock:
         entry = _clients.get(run.pk)
@@ -89,7 +89,6 @@ def _process_client(run: JudgeRun) -> _ProcessClient:
             backoff_base_s=settings.RUBRICA_JUDGE_BACKOFF_BASE_S,
             backoff_max_s=settings.RUBRICA_JUDGE_BACKOFF_MAX_S,
             rate_limiter=rate_limiter_for_run(run_id=run.pk, rps=run.requests_per_second),
-            trust_env=settings.RUBRICA_JUDGE_TRUST_ENV,
         )
         entry = _ProcessClient(fingerprint=fingerprint, client=client, secret=secret)
         _clients[run.pk] = entry
@@ -127,15 +126,24 @@ def judge_task_execute(*, result_id: int, now: datetime, client: Completer | Non
             entry = _process_client(run)
             client, secret = entry.client, entry.secret
         answer = judge_one(client, question.full_dialogue(), response.text, rubric)
-    except (JudgeRequestError, JudgeParseError, JudgeKeyError, ValueError) as exc:
-        return _result_fail(result_id=result_id, error=_scrub(str(exc), secret))
+    except JudgeRequestError as exc:
+        return _result_fail(result_id=result_id, error=_scrub(str(exc), secret), error_class=exc.error_class,
+                            http_status=exc.status)
+    except JudgeParseError as exc:
+        return _result_fail(result_id=result_id, error=_scrub(str(exc), secret), error_class="unparseable_answer")
+    except JudgeKeyError as exc:
+        return _result_fail(result_id=result_id, error=str(exc), error_class="key")
+    except ValueError as exc:
+        # render_judge_prompt refuses a rubric it cannot render; nothing was sent.
+        return _result_fail(result_id=result_id, error=_scrub(str(exc), secret), error_class="bad_rubric")
     except Exception as exc:
         if isinstance(exc, SoftTimeLimitExceeded):
             # The Celery task is out of time: leave the claim to run out, never half-record.
             raise
+        # The message of an unexpected error may hold anything; the page gets its class only.
         logger.exception("judge result: unexpected error", extra={"run_id": run.pk, "result_id": result_id})
-        return _result_fail(result_id=result_id, error=_scrub(f"unexpected error: {type(exc).__name__}: {exc}",
-                                                              secret))
+        return _result_fail(result_id=result_id, error=f"unexpected error: {type(exc).__name__}",
+                            error_class="internal")
     return _result_record(result_id=result_id, items=items, answer=answer, secret=secret)
 
 
@@ -168,22 +176,28 @@ def _result_record(*, result_id: int, items: list[RubricItem], answer: JudgeAnsw
     )
     result.status = JudgeTaskResult.Status.DONE
     result.reason = _scrub(answer.reason, secret) if secret else answer.reason
-    result.error = ""
+    result.error = result.error_class = ""
+    result.http_status = None
     result.claimed_until = None
-    result.save(update_fields=["status", "reason", "error", "claimed_until", "updated_at"])
+    result.save(update_fields=["status", "reason", "error", "error_class", "http_status", "claimed_until",
+                               "updated_at"])
     return result
 
 
 @transaction.atomic
-def _result_fail(*, result_id: int, error: str) -> JudgeTaskResult | None:
+def _result_fail(*, result_id: int, error: str, error_class: str,
+                 http_status: int | None = None) -> JudgeTaskResult | None:
     result = judge_result_lock(result_id)
     if result is None or result.status != JudgeTaskResult.Status.PENDING:
         return result
     result.status = JudgeTaskResult.Status.FAILED
-    result.error = error
+    result.error = error[:ERROR_MAX]
+    result.error_class = error_class[:ERROR_CLASS_MAX]
+    result.http_status = http_status
     result.claimed_until = None
-    result.save(update_fields=["status", "error", "claimed_until", "updated_at"])
-    logger.info("judge result failed", extra={"run_id": result.run_id, "task_id": result.task_id, "error": error})
+    result.save(update_fields=["status", "error", "error_class", "http_status", "claimed_until", "updated_at"])
+    logger.info("judge result failed", extra={"run_id": result.run_id, "task_id": result.task_id,
+                                              "error_class": error_class, "http_status": http_status, "error": error})
     return result
 
 
@@ -215,7 +229,7 @@ def judge_run_step(*, run_id: int, clock: Callable[[], datetime], budget_s: floa
         _process_client(run)
     except JudgeKeyError as exc:
         # Every request would fail the same way: record it on each task at once.
-        _results_fail_pending(run_id=run_id, error=str(exc), now=clock())
+        _results_fail_pending(run_id=run_id, error=str(exc), error_class="key", now=clock())
         return _run_finish(run_id=run_id, now=clock())
 
     while True:
@@ -238,11 +252,11 @@ def _run_active(run_id: int) -> bool:
     return JudgeRun.objects.filter(pk=run_id, status__in=ACTIVE).exists()
 
 
-def _results_fail_pending(*, run_id: int, error: str, now: datetime) -> None:
+def _results_fail_pending(*, run_id: int, error: str, error_class: str, now: datetime) -> None:
     JudgeTaskResult.objects.filter(run_id=run_id, status=JudgeTaskResult.Status.PENDING).filter(
         Q(claimed_until__isnull=True) | Q(claimed_until__lte=now)
-    ).update(status=JudgeTaskResult.Status.FAILED, error=error[:ERROR_MAX], attempts=F("attempts") + 1,
-             claimed_until=None)
+    ).update(status=JudgeTaskResult.Status.FAILED, error=error[:ERROR_MAX], error_class=error_class,
+             http_status=None, attempts=F("attempts") + 1, claimed_until=None)
 
 
 @transaction.atomic

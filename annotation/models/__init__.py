@@ -12,7 +12,7 @@ from .consultations import (
     RubricItemSuggestion,
 )
 from .exports import ExportJob
-from .judging import AgreementReport, JudgeLabel, JudgeRun, JudgeTaskResult
+from .judging import AgreementReport, JudgeKeyGrant, JudgeLabel, JudgeRun, JudgeTaskResult
 from .library import Case, CaseItem, CaseOutcome, CaseRead, CaseStatus, FaqEntry
 from .project import Difficulty, Project, ProjectSettingChange, ProjectState, Question, Response
 from .quality import CalibrationAnswer, CalibrationAttempt, CalibrationTask, ControlResult, GoldenReference
@@ -41,6 +41,7 @@ __all__ = [
     "BenchmarkGates",
     "BenchmarkReport",
     "ExportJob",
+    "JudgeKeyGrant",
     "JudgeLabel",
     "JudgeRun",
     "JudgeTaskResult",

@@ -66,6 +66,11 @@ class JudgeTaskResult(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True)
+    # What kind of failure (annotation.judging.client.JudgeRequestError.error_class, or
+    # unparseable_answer / key / bad_rubric / internal) and the endpoint's last HTTP status:
+    # shown to the PM in place of anything the endpoint answered.
+    error_class = models.CharField(max_length=40, blank=True)
+    http_status = models.PositiveSmallIntegerField(null=True, blank=True)
     reason = models.TextField(blank=True)
     # A worker that takes a pending result up holds it until this moment, so two workers
     # never ask the judge about the same task; a crashed worker's claim simply runs out.
@@ -78,6 +83,28 @@ class JudgeTaskResult(models.Model):
 
     def __str__(self) -> str:
         return f"judge result task {self.task_id} ({self.status})"
+
+
+class JudgeKeyGrant(models.Model):
+    """An admin's leave for one project's judge runs to read their key from an environment variable.
+
+    Only admins start runs with such a key, and only on a project that holds a grant for
+    that variable (which must also be in the operator's RUBRICA_JUDGE_KEY_ENV_ALLOWED);
+    a PM types the key in. Edited in the Django admin only; deleting a grant stops the
+    runs that use it at their next request.
+    """
+
+    project = models.ForeignKey("annotation.Project", on_delete=models.CASCADE, related_name="judge_key_grants")
+    env_name = models.CharField(max_length=100)
+    granted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
+                                   related_name="+")
+    granted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "env_name"], name="judge_key_grant_unique")]
+
+    def __str__(self) -> str:
+        return f"judge key {self.env_name} for project {self.project_id}"
 
 
 class JudgeLabel(models.Model):

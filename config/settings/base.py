@@ -187,6 +187,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     # Choice sets used under several field names get one schema name each.
+    # drf-spectacular's own enum hook, then one Error component and the framework's error
+    # statuses on every operation (core.api_schema).
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "core.api_schema.error_responses"],
     "ENUM_NAME_OVERRIDES": {
         "ConsultationStatusEnum": "annotation.models.consultations.Consultation.Status",
         "ConsultationOutcomeEnum": "annotation.models.consultations.Outcome",

@@ -45,11 +45,10 @@ RUBRICA_JUDGE_MAX_RETRIES = env_int("RUBRICA_JUDGE_MAX_RETRIES", 4)
 RUBRICA_JUDGE_BACKOFF_BASE_S = float(env_str("RUBRICA_JUDGE_BACKOFF_BASE_S", "0.5"))
 RUBRICA_JUDGE_BACKOFF_MAX_S = float(env_str("RUBRICA_JUDGE_BACKOFF_MAX_S", "20"))
 RUBRICA_JUDGE_STEP_BUDGET_S = float(env_str("RUBRICA_JUDGE_STEP_BUDGET_S", "120"))
-# httpx reads proxy and CA settings from the environment when this is on.
-RUBRICA_JUDGE_TRUST_ENV = env_bool("RUBRICA_JUDGE_TRUST_ENV", True)
-# Environment variables a PM may name as a judge run's key ("PREFIX_*" allows a prefix).
+# Environment variables an admin may name as a judge run's key ("PREFIX_*" allows a prefix), on a
+# project that also holds a grant for the variable (JudgeKeyGrant, Django admin); PMs type keys in.
 # A list, because a worker's environment also holds the database password and SECRET_KEY,
-# and a run sends its key to a URL the PM chooses.
+# and a run sends its key to the URL of the run. Judge requests go through core.outbound.
 RUBRICA_JUDGE_KEY_ENV_ALLOWED = env_list("RUBRICA_JUDGE_KEY_ENV_ALLOWED", "OPENAI_API_KEY,RUBRICA_JUDGE_KEY_*")
 
 # Agreement engine: debounce of recomputes as labels arrive, drift alerts, bootstrap size.
@@ -84,7 +83,7 @@ SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 RUBRICA_NOTIFICATION_EMAIL_MAX_ATTEMPTS = env_int("RUBRICA_NOTIFICATION_EMAIL_MAX_ATTEMPTS", 20)
 RUBRICA_NOTIFICATION_EMAIL_RETRY_AFTER_S = env_int("RUBRICA_NOTIFICATION_EMAIL_RETRY_AFTER_S", 300)
 
-# Outbound requests to URLs users set (webhooks; core.outbound): hosts an admin allows by name,
+# Outbound requests to URLs users set (webhooks, judge runs; core.outbound): hosts an admin allows by name,
 # comma-separated. They may use http:// and resolve to any address (tests name a loopback server);
 # every other host must be https:// and resolve only to public addresses.
 RUBRICA_OUTBOUND_ALLOWED_HOSTS = env_list("RUBRICA_OUTBOUND_ALLOWED_HOSTS", "")

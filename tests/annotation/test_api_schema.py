@@ -54,3 +54,27 @@ def test_the_api_docs_page_loads_only_our_own_static_files_and_no_inline_script(
     assert sources and all(s.startswith("/static/") for s in sources)
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in sources
     assert "<script>" not in page and "<style" not in page
+
+
+@pytest.mark.parametrize("operation", [pytest.param(operation, id=f"{method.upper()} {path}")
+                                       for method, path, operation in _operations()])
+def test_every_operation_documents_the_frameworks_error_answers_with_the_error_body(operation):
+    errors = {str(code): answer for code, answer in operation["responses"].items() if str(code)[0] in "45"}
+
+    assert {"400", "401", "403", "404", "409", "429"} <= set(errors)
+    assert all(answer["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
+               for answer in errors.values())
+
+
+@pytest.mark.django_db
+def test_a_serializer_refusal_and_an_unknown_api_url_answer_the_error_shape(api):
+    api.force_authenticate(PMFactory())
+
+    refused = api.post("/api/v1/projects/", {"name": "", "overlap": "many"}, format="json")
+    unknown = api.get("/api/v1/judge-runs/not-a-number/")
+
+    assert refused.status_code == 400 and refused.json()["code"] == "invalid"
+    assert {(e["field"], e["code"]) for e in refused.json()["errors"]} == {("name", "blank"), ("overlap", "invalid")}
+    assert refused.json()["detail"].startswith("The request is invalid: ")
+    assert (unknown.status_code, unknown["Content-Type"]) == (404, "application/json")
+    assert unknown.json() == {"detail": "Not found, or not yours.", "code": "not_found"}

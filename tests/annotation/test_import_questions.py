@@ -441,7 +441,7 @@ def test_a_request_without_a_file_is_400(api, pm, project):
     response = api.post(f"/api/v1/projects/{project.pk}/questions/import/", {}, format="multipart")
 
     assert response.status_code == 400
-    assert "file" in response.json()
+    assert [(e["field"], e["code"]) for e in response.json()["errors"]] == [("file", "required")]
 
 
 def test_a_50_mb_upload_is_refused_with_413_before_parsing(api, pm, seeded):

@@ -2,7 +2,10 @@
 
 The client is exercised against ``FakeLLMServer``, a real HTTP server on the
 loopback interface, so that retries, timeouts and status codes go through
-real sockets.  Backoffs are tiny so the whole file runs in a few seconds.
+real sockets, and through the guarded outbound client (``core.outbound``), which
+admits the loopback fake only because the tests name 127.0.0.1 in
+RUBRICA_OUTBOUND_ALLOWED_HOSTS.  Backoffs are tiny so the whole file runs in a few
+seconds.
 """
 
 from __future__ import annotations
@@ -47,6 +50,21 @@ RUBRIC = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def loopback_allowed(settings) -> None:
+    """The admin allow-list names the loopback fake; every other private target stays refused."""
+    settings.RUBRICA_OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
+
+
+# A public address for the tests that answer through httpx.MockTransport: the guard vets it
+# like any other, and nothing leaves the process.
+PUBLIC = ["93.184.216.34"]
+
+
+def public_resolver(host: str, port: int) -> list[str]:
+    return PUBLIC
+
+
 @pytest.fixture
 def llm() -> Iterator[FakeLLMServer]:
     """A fresh fake LLM server per test (clean script and request log)."""
@@ -63,8 +81,6 @@ def make_client(server: FakeLLMServer, **overrides: object) -> ChatClient:
         "backoff_max_s": 0.05,
         "rps": None,
         "rng": random.Random(7),
-        # An HTTP(S)_PROXY in the environment must not reroute loopback traffic.
-        "trust_env": False,
     }
     options.update(overrides)
     return ChatClient(server.base_url, SECRET, "fake-judge", **options)  # type: ignore[arg-type]
@@ -339,7 +355,7 @@ def test_parse_retry_after_seconds_and_dates() -> None:
 
 def test_client_posts_openai_chat_request(llm: FakeLLMServer) -> None:
     # A trailing slash is stripped; the URL is otherwise taken as given.
-    client = ChatClient(llm.base_url + "/", SECRET, "fake-judge", rps=None, trust_env=False)
+    client = ChatClient(llm.base_url + "/", SECRET, "fake-judge", rps=None)
     with client:
         text = client.complete("你好")
     assert text == default_answer("你好")
@@ -397,9 +413,9 @@ def test_client_times_out_on_slow_answer_and_retries(llm: FakeLLMServer) -> None
 def test_client_reports_timeouts_when_every_attempt_is_slow(llm: FakeLLMServer) -> None:
     llm.reset(["slow", "slow"])
     client = make_client(llm, timeout_s=0.2, max_retries=1)
-    with pytest.raises(JudgeRequestError, match="gave up after 2 attempts; last: ReadTimeout") as info:
+    with pytest.raises(JudgeRequestError, match="gave up after 2 attempts; last: timeout") as info:
         client.complete("p")
-    assert info.value.status is None
+    assert (info.value.status, info.value.error_class) == (None, "timeout")
 
 
 @pytest.mark.parametrize("status", ["400", "401", "403", "404", "422"])
@@ -409,20 +425,24 @@ def test_client_does_not_retry_other_4xx(llm: FakeLLMServer, status: str) -> Non
     with pytest.raises(JudgeRequestError, match=f"not retried: HTTP {status}") as info:
         client.complete("p")
     assert (info.value.status, info.value.attempts, info.value.retryable) == (int(status), 1, False)
+    assert info.value.error_class == "http_status"
     assert len(llm.requests) == 1
 
 
-def test_api_key_never_appears_in_errors_or_repr() -> None:
-    # The fake echoes a wrong key in its 401 body, as OpenAI does.
+def test_api_key_never_appears_in_errors_or_repr(caplog) -> None:
+    # The fake echoes a wrong key in its 401 body, as OpenAI does: the error says the status
+    # only, and the log's excerpt of the body has the key blacked out.
     with FakeLLMServer(api_key="the-right-key") as llm:
         client = make_client(llm)
-        with pytest.raises(JudgeRequestError) as info:
+        with caplog.at_level("WARNING", logger="annotation.judging.client"), pytest.raises(JudgeRequestError) as info:
             client.complete("p")
         assert info.value.status == 401
-        assert "Incorrect API key provided: ***" in str(info.value)
+        assert "HTTP 401" in str(info.value) and "Incorrect API key" not in str(info.value)
         for text in (str(info.value), repr(info.value), repr(client)):
             assert SECRET not in text
         assert "api_key='***'" in repr(client)
+    (logged,) = [record for record in caplog.records if getattr(record, "status", None) == 401]
+    assert "Incorrect API key provided: ***" in logged.excerpt and SECRET not in logged.excerpt
 
     # Network errors (nothing listens on the port any more) carry no key either.
     with socket.socket() as probe:
@@ -435,9 +455,8 @@ def test_api_key_never_appears_in_errors_or_repr() -> None:
         max_retries=1,
         backoff_base_s=0.001,
         rps=None,
-        trust_env=False,
     )
-    with pytest.raises(JudgeRequestError, match="gave up after 2 attempts; last: ConnectError") as info:
+    with pytest.raises(JudgeRequestError, match="gave up after 2 attempts; last: connect") as info:
         client.complete("p")
     assert SECRET not in str(info.value) and SECRET not in repr(info.value)
     assert info.value.__cause__ is None
@@ -451,11 +470,15 @@ def test_client_rejects_a_200_that_is_not_a_chat_completion() -> None:
         return httpx.Response(200, text="<html>login page</html>")
 
     client = ChatClient(
-        "http://example.invalid/v1", SECRET, "m", transport=httpx.MockTransport(handler), rps=None
+        "https://judge.example.com/v1", SECRET, "m", transport=httpx.MockTransport(handler), rps=None,
+        resolve=public_resolver,
     )
-    with pytest.raises(JudgeRequestError, match="not a chat completion"):
+    with pytest.raises(JudgeRequestError, match="not a chat completion") as info:
         client.complete("p")
     assert len(calls) == 1  # a wrong endpoint does not heal by retrying
+    assert "login page" not in str(info.value) and info.value.error_class == "not_chat_completion"
+    # The guard sent it to the vetted address, naming the host in the Host header.
+    assert (calls[0].url.host, calls[0].headers["Host"]) == ("93.184.216.34", "judge.example.com")
 
 
 def test_client_caps_a_huge_retry_after() -> None:
@@ -467,13 +490,14 @@ def test_client_caps_a_huge_retry_after() -> None:
     )
     sleeps: list[float] = []
     client = ChatClient(
-        "http://example.invalid/v1",
+        "https://judge.example.com/v1",
         SECRET,
         "m",
         transport=httpx.MockTransport(lambda request: next(responses)),
         rps=None,
         backoff_max_s=0.5,
         sleep=sleeps.append,
+        resolve=public_resolver,
     )
     assert client.complete("p") == "hi"
     assert sleeps == [0.5]

@@ -27,7 +27,7 @@ from annotation.judging.ratelimit import RedisRateLimiter
 from annotation.judging.runs import judge_run_cancel, judge_run_progress, judge_run_resume, judge_run_start
 from annotation.judging.secrets import JudgeKeyError, api_key_decrypt, api_key_encrypt
 from annotation.judging.walker import judge_run_step, judge_task_execute
-from annotation.models import JudgeLabel, JudgeRun, JudgeTaskResult, Project, Task
+from annotation.models import JudgeKeyGrant, JudgeLabel, JudgeRun, JudgeTaskResult, Project, Task
 from config.celery import app as celery_app
 from core.errors import DomainError
 from tests.factories import PMFactory, make_project_with_tasks
@@ -43,7 +43,7 @@ def fast_judge(settings, monkeypatch) -> None:
     settings.RUBRICA_JUDGE_MAX_RETRIES = 2
     settings.RUBRICA_JUDGE_BACKOFF_BASE_S = 0.01
     settings.RUBRICA_JUDGE_BACKOFF_MAX_S = 0.05
-    settings.RUBRICA_JUDGE_TRUST_ENV = False
+    settings.RUBRICA_OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
     settings.REDIS_URL = ""
     monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
 
@@ -163,7 +163,10 @@ def test_a_rejected_key_fails_each_task_without_showing_the_key(
 
     assert progress(run)["failed"] == 5
     errors = list(JudgeTaskResult.objects.filter(run=run).values_list("error", flat=True))
-    assert all("HTTP 401" in e and "Incorrect API key provided: ***" in e for e in errors)
+    # The status, never the endpoint's answer (which echoed the key).
+    assert all("HTTP 401" in e and "Incorrect API key" not in e for e in errors)
+    assert set(JudgeTaskResult.objects.filter(run=run).values_list("error_class", "http_status")) == {
+        ("http_status", 401)}
     assert not any(SECRET in e for e in errors)
     assert len(llm.requests) == 5  # a 401 is not retried
 
@@ -313,12 +316,13 @@ def test_run_names_are_unique_per_project(project, llm) -> None:
 
 
 @pytest.mark.django_db
-def test_key_from_an_allowed_environment_variable(project, llm, monkeypatch,
+def test_key_from_an_allowed_environment_variable(project, llm, monkeypatch, admin_user,
                                                   django_capture_on_commit_callbacks) -> None:
     monkeypatch.setenv("RUBRICA_JUDGE_KEY_TEST", "sk-from-the-environment")
+    JudgeKeyGrant.objects.create(project=project, env_name="RUBRICA_JUDGE_KEY_TEST", granted_by=admin_user)
 
     run = start_and_run(project, llm, django_capture_on_commit_callbacks, api_key=None,
-                        api_key_env="RUBRICA_JUDGE_KEY_TEST")
+                        api_key_env="RUBRICA_JUDGE_KEY_TEST", created_by=admin_user)
 
     assert run.api_key_encrypted == "" and run.api_key_env == "RUBRICA_JUDGE_KEY_TEST"
     assert progress(run)["done"] == 5
@@ -327,11 +331,12 @@ def test_key_from_an_allowed_environment_variable(project, llm, monkeypatch,
 
 @pytest.mark.django_db
 def test_an_unset_environment_variable_fails_every_task_with_a_clear_error(
-        project, llm, monkeypatch, django_capture_on_commit_callbacks) -> None:
+        project, llm, monkeypatch, admin_user, django_capture_on_commit_callbacks) -> None:
     monkeypatch.delenv("RUBRICA_JUDGE_KEY_MISSING", raising=False)
+    JudgeKeyGrant.objects.create(project=project, env_name="RUBRICA_JUDGE_KEY_MISSING")
 
     run = start_and_run(project, llm, django_capture_on_commit_callbacks, api_key=None,
-                        api_key_env="RUBRICA_JUDGE_KEY_MISSING")
+                        api_key_env="RUBRICA_JUDGE_KEY_MISSING", created_by=admin_user)
 
     assert progress(run) == {"done": 0, "failed": 5, "pending": 0, "total": 5, "superseded": 0, "status": "failed"}
     assert set(JudgeTaskResult.objects.filter(run=run).values_list("error", flat=True)) == {
@@ -426,7 +431,8 @@ def test_runs_page_full_and_fragment(pm_client, project, llm, django_capture_on_
     assert full.status_code == fragment.status_code == 200
     html = full.content.decode()
     assert "<html" in html and "nightly" in html and 'type="password"' in html
-    assert 'name="api_key_env"' in html and 'name="requests_per_second"' in html
+    # A PM types a key in; the environment is for admins.
+    assert 'name="api_key_env"' not in html and 'name="requests_per_second"' in html
     assert "<html" not in fragment.content.decode() and "nightly" in fragment.content.decode()
     assert 'id="judge-start"' not in fragment.content.decode()
 

@@ -101,7 +101,8 @@ def test_the_api_refuses_an_overlap_past_the_range_and_names_the_field(api):
     refused = api.post("/api/v1/projects/", {"name": "p", "overlap": OVERLAP.high + 1}, format="json")
     created = api.post("/api/v1/projects/", {"name": "p", "overlap": OVERLAP.high}, format="json")
 
-    assert refused.status_code == 400 and set(refused.json()) == {"overlap"}
+    assert refused.status_code == 400 and refused.json()["code"] == "invalid"
+    assert [(e["field"], e["code"]) for e in refused.json()["errors"]] == [("overlap", "max_value")]
     assert created.status_code == 201 and created.json()["overlap"] == OVERLAP.high
 
 

@@ -29,7 +29,7 @@ def fast_judge(settings, monkeypatch) -> None:
     settings.RUBRICA_JUDGE_MAX_RETRIES = 2
     settings.RUBRICA_JUDGE_BACKOFF_BASE_S = 0.01
     settings.RUBRICA_JUDGE_BACKOFF_MAX_S = 0.05
-    settings.RUBRICA_JUDGE_TRUST_ENV = False
+    settings.RUBRICA_OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
     settings.REDIS_URL = ""
     monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
 

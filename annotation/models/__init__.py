@@ -10,6 +10,7 @@ from .consultations import (
     RubricItemSuggestion,
 )
 from .exports import ExportJob
+from .judge_items import AgreementItemStat, JudgeConfig, JudgeConfigVersion
 from .judging import AgreementReport, JudgeLabel, JudgeRun, JudgeTaskResult
 from .library import Case, CaseItem, CaseOutcome, CaseRead, CaseStatus, FaqEntry
 from .project import Difficulty, Project, ProjectSettingChange, ProjectState, Question, Response
@@ -34,7 +35,10 @@ __all__ = [
     "ConsultationVote",
     "Outcome",
     "RubricItemSuggestion",
+    "AgreementItemStat",
     "AgreementReport",
+    "JudgeConfig",
+    "JudgeConfigVersion",
     "ExportJob",
     "JudgeLabel",
     "JudgeRun",

@@ -16,10 +16,10 @@ def test_a_pm_opens_the_worst_item_sends_it_to_the_draft_and_compares_two_runs(p
                                                                                artifacts):
     project, experts, tasks, run = build(PANEL, JUDGE)
     other = add_run(project, tasks, "judge-b", JUDGE_SPLIT_WRONG)
-    for task in tasks[:2]:
+    for task in tasks[2:4]:  # q1, whose third item is the worst
         JudgeTaskResult.objects.create(run=other, task=task, status=JudgeTaskResult.Status.DONE,
                                        reason="逐条核对：第3条回复只是泛泛安慰，没有具体回应「失眠」，判为未命中。")
-    Label.objects.filter(task=tasks[0], assignment__expert=experts[0]).update(note="回复点到了失眠，但很浅。")
+    Label.objects.filter(task=tasks[2], assignment__expert=experts[0]).update(note="回复点到了失眠，但很浅。")
     agreement_report_compute(project=project, judge_run=run, now=T0 + timedelta(days=1))
     agreement_report_compute(project=project, judge_run=other, now=T0 + timedelta(days=2))
     sign_in(page, live_server.url, project.created_by.username)

@@ -224,6 +224,25 @@ class ErrorCode(models.TextChoices):
     NAME_TAKEN = "name_taken", _("This project already has a judge run with this name.")
     NO_TASKS = "no_tasks", _("The current rubric version has no tasks to judge yet.")
 
+    # Judge configurations, run comparison and the per-item page (annotation.judging.configs / compare).
+    JUDGE_CONFIG_INVALID = "judge_config_invalid", _("The judge configuration was not saved; see the fields below.")
+    JUDGE_CONFIG_NAME_TAKEN = "judge_config_name_taken", _("This project already has a judge configuration with "
+                                                           "this name.")
+    JUDGE_CONFIG_UNCHANGED = "judge_config_unchanged", _(
+        "Nothing changed: version %(number)s already says exactly this, so no new version was written.")
+    JUDGE_PROMPT_PLACEHOLDERS = "judge_prompt_placeholders", _(
+        "The prompt template must contain each of %(missing)s, where the dialogue, reply, rubric lines and "
+        "rubric count go.")
+    TEMPERATURE_RANGE = "temperature_range", _("Enter a temperature from 0 to 2, such as 0 or 0.7.")
+    PARAMS_NOT_OBJECT = "params_not_object", _(
+        "Other parameters must be a JSON object, such as {\"max_tokens\": 2048}.")
+    COMPARE_SAME_RUN = "compare_same_run", _("Pick two different judge runs to compare.")
+    COMPARE_VERSIONS_DIFFER = "compare_versions_differ", _(
+        "The two runs judged different rubric versions (v%(version_a)s and v%(version_b)s); compare runs of "
+        "one version.")
+    ITEM_SUGGESTION_TEXT = "item_suggestion_text", _(
+        "Write the suggested wording of the rubric item (at most %(max)s characters).")
+
     # Money.
     PERIOD_NOT_DUE = "period_not_due", _("This period has not ended yet.")
     PERIOD_NOT_STARTED = "period_not_started", _("This period has not started yet.")

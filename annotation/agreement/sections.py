@@ -256,6 +256,9 @@ def judge_section(m: Material, p: Params) -> dict[str, Any] | None:
     for r in dim_rows:
         r["zones"] = zones_of.get(r["key"], {})
     return {
+        # Kept apart from every strict figure above: a different question (is the judge
+        # acceptable?), never to be mixed with agreement in one table or average.
+        "zone_aware": _zone_aware(m, use, p),
         "tied_left_out": int((judged & d["tied_open"]).sum()),
         "ambiguous_left_out": int((judged & d["ambiguous"]).sum()),
         "overall": {"key": "non_gate", **split[0]} if 0 in split else None,
@@ -270,6 +273,48 @@ def judge_section(m: Material, p: Params) -> dict[str, Any] | None:
         "alternative_annotator": _alternative_annotator(m, use),
         "unanimous_disagreements": _unanimous_disagreements(m, use, p),
     }
+
+
+def zone_acceptable(m: Material) -> NDArray[np.bool_]:
+    """Per unit, whether the judge's label is acceptable in the zone-aware sense (GrowLoop).
+
+    Outside the split zone the judge must match the verdict (unanimous, single, or a
+    consultation's label); in the split zone a label inside the range of the experts'
+    labels is acceptable. For 0/1 labels every label is inside a split panel's range.
+    """
+    d = derive(m)
+    judge = m.judge if m.judge is not None else np.full(m.unit_task.size, -1, np.int8)
+    adjudicated = m.adjudicated if m.adjudicated is not None else np.full(m.unit_task.size, -1, np.int8)
+    split = d["complete"] & ~d["unanimous"] & ~d["single"] & ~d["tied"] & (adjudicated < 0)
+    match = (judge >= 0) & (judge == d["majority"])
+    result: NDArray[np.bool_] = match | (split & stats.within_expert_range(judge, m.labels))
+    return result
+
+
+def _zone_aware(m: Material, use: NDArray[np.bool_], p: Params) -> dict[str, Any]:
+    """Zone-aware acceptability on the same units as the strict agreement, overall and per dimension."""
+    d = derive(m)
+    ok = zone_acceptable(m)[use].astype(np.int64)
+    question = d["unit_question"][use]
+    dims = d["unit_dim"][use]
+    gate_dims = np.array([dim.is_gate for dim in m.dims] or [False], dtype=bool)
+    non_gate = ~gate_dims[dims] if dims.size else np.zeros(0, bool)
+    n_q = len(m.question_ext)
+
+    def row(mask: NDArray[np.bool_], key: str) -> dict[str, Any] | None:
+        n = int(mask.sum())
+        if n == 0:
+            return None
+        successes = np.bincount(question[mask], weights=ok[mask], minlength=n_q)
+        totals = np.bincount(question[mask], minlength=n_q)
+        return {"key": key, "n": n, "acceptable": int(ok[mask].sum()), "questions": int((totals > 0).sum()),
+                "agreement": num(ok[mask].mean()), "interval": "cluster_wilson",
+                "agreement_ci": interval(stats.cluster_wilson_interval(successes, totals, p.alpha))}
+
+    by_dim = [r for i, dim in enumerate(m.dims) if (r := row(dims == i, dim.code)) is not None]
+    return {"rule": "unanimous, single and adjudicated units must match; split units accept any label within "
+                    "the experts' range",
+            "overall": row(non_gate, "non_gate"), "by_dimension": by_dim}
 
 
 def _alternative_annotator(m: Material, use: NDArray[np.bool_]) -> dict[str, Any]:

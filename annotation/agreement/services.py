@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, transaction
 from django.db.models import Q
 
+from annotation.agreement.item_stats import item_stats_store
 from annotation.agreement.material import Material
 from annotation.agreement.report import material_load, report_params, report_payload
 from annotation.lock_objects import project_lock
@@ -60,8 +61,8 @@ def rubric_version_for_report(*, project: Project, judge_run: JudgeRun | None) -
 def _store(*, report: AgreementReport, project: Project, run: JudgeRun | None, version: RubricVersion | None,
            material: Material, load_ms: int, now: datetime) -> AgreementReport:
     started = time.perf_counter()
-    payload = report_payload(project=project, version=version, run=run, material=material,
-                             params=report_params(project), now=now)
+    params = report_params(project)
+    payload = report_payload(project=project, version=version, run=run, material=material, params=params, now=now)
     report.project = project
     report.judge_run = run
     report.rubric_version = version
@@ -72,6 +73,8 @@ def _store(*, report: AgreementReport, project: Project, run: JudgeRun | None, v
     report.error = ""
     report.duration_ms = int((time.perf_counter() - started) * 1000) + load_ms
     report.save()
+    # After the payload: it set the material's judge vector to this run's.
+    item_stats_store(report=report, material=material, params=params)
     _prune(project=project, run=run)
     return report
 

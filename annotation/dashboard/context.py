@@ -119,6 +119,19 @@ class ReportView:
             for r in rows
         ]
 
+    def zone_aware(self) -> dict[str, Any] | None:
+        """Zone-aware agreement (GrowLoop): its own figures, never folded into the strict ones."""
+        section = (self.judge or {}).get("zone_aware")
+        if not section or not section.get("overall"):
+            return None
+
+        def text(r: dict[str, Any], name: str) -> dict[str, Any]:
+            return {"key": r["key"], "name": name, "n": r["n"], "acceptable": r["acceptable"],
+                    "agreement": pct(r["agreement"]), "agreement_ci": span(r["agreement_ci"])}
+
+        return {"overall": text(section["overall"], _("All units")),
+                "by_dimension": [text(r, self.dim_name(r["key"])) for r in section.get("by_dimension", [])]}
+
     def overall(self) -> AgreementRow | None:
         """The headline: every judged unit outside the gate dimension."""
         judge = self.judge

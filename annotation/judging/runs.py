@@ -20,8 +20,10 @@ from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
+from django.utils import timezone
 
 from annotation.audit.services import audit_record
+from annotation.judging.configs import judge_config_version_for_run
 from annotation.judging.prompt import PROMPT_VERSION
 from annotation.judging.secrets import api_key_encrypt, api_key_env_check_for
 from annotation.lock_objects import judge_run_lock
@@ -131,8 +133,12 @@ def judge_run_start(*, project: Project, name: str, base_url: str, judge_model: 
 
     try:
         with transaction.atomic():
+            # What the run will be asked with, as a judge configuration version (annotation.judging.configs).
+            config_version = judge_config_version_for_run(project=project, judge_model=judge_model,
+                                                          base_url=base_url, created_by=created_by, now=timezone.now())
             run = JudgeRun.objects.create(
                 project=project, rubric_version=version, name=name, judge_model=judge_model,
+                config_version=config_version,
                 prompt_version=PROMPT_VERSION, source=JudgeRun.Source.LIVE, status=JudgeRun.Status.PENDING,
                 base_url=base_url, api_key_encrypted=api_key_encrypt(api_key) if api_key else "",
                 api_key_env=api_key_env, requests_per_second=rps, created_by=created_by,

@@ -12,6 +12,7 @@ from .consultations import (
     RubricItemSuggestion,
 )
 from .exports import ExportJob
+from .judge_items import AgreementItemStat, JudgeConfig, JudgeConfigVersion
 from .judging import AgreementReport, JudgeKeyGrant, JudgeLabel, JudgeRun, JudgeTaskResult
 from .library import Case, CaseItem, CaseOutcome, CaseRead, CaseStatus, FaqEntry
 from .project import Difficulty, Project, ProjectSettingChange, ProjectState, Question, Response
@@ -37,9 +38,12 @@ __all__ = [
     "ConsultationVote",
     "Outcome",
     "RubricItemSuggestion",
+    "AgreementItemStat",
     "AgreementReport",
     "BenchmarkGates",
     "BenchmarkReport",
+    "JudgeConfig",
+    "JudgeConfigVersion",
     "ExportJob",
     "JudgeKeyGrant",
     "JudgeLabel",

@@ -179,7 +179,8 @@ class Adjudication(models.Model):
 
 
 class RubricItemSuggestion(models.Model):
-    """New wording for a rubric item, from a consultation resolved as a guideline gap."""
+    """New wording for a rubric item: from a consultation resolved as a guideline gap, or sent by a PM
+    from the judge's per-item page (then `consultation` is empty and `judge_run` says which run's figures)."""
 
     class Status(models.TextChoices):
         OPEN = "open", pgettext_lazy("suggestion state", "Open")
@@ -189,7 +190,14 @@ class RubricItemSuggestion(models.Model):
     project = models.ForeignKey("annotation.Project", on_delete=models.CASCADE, related_name="item_suggestions")
     item_key = models.CharField(max_length=110)
     text = models.TextField()
-    consultation = models.ForeignKey(Consultation, on_delete=models.CASCADE, related_name="suggestions")
+    consultation = models.ForeignKey(Consultation, on_delete=models.CASCADE, related_name="suggestions", null=True,
+                                     blank=True)
+    judge_run = models.ForeignKey("annotation.JudgeRun", on_delete=models.SET_NULL, null=True, blank=True,
+                                  related_name="+")
+    # The per-item figures the PM saw when sending it (strict / zone-aware agreement, units).
+    figures = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
+                                   related_name="+")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
     created_at = models.DateTimeField()
     decided_at = models.DateTimeField(null=True, blank=True)

@@ -24,6 +24,9 @@ class JudgeRun(models.Model):
     name = models.CharField(max_length=100)
     judge_model = models.CharField(max_length=200, blank=True)
     prompt_version = models.CharField(max_length=100, blank=True)
+    # The judge configuration version the run was asked with (imported runs: the one the PM named, if any).
+    config_version = models.ForeignKey("annotation.JudgeConfigVersion", on_delete=models.PROTECT, null=True,
+                                       blank=True, related_name="runs")
     source = models.CharField(max_length=10, choices=Source.choices)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     base_url = models.URLField(max_length=500, blank=True)

@@ -243,7 +243,7 @@ def test_the_page_shows_the_headline_without_the_gate_and_the_gate_on_its_own_li
     headline = f"{100 * judge['overall']['agreement']:.1f}%"
     gate = f"{100 * judge['gate']['agreement']:.1f}%"
     assert judge["overall"]["n"] == 14 and judge["gate"]["n"] == 7
-    assert re.search(rf'<dt>Agreement</dt><dd><a href="[^"]*">{re.escape(headline)}</a>', html)
+    assert re.search(rf'<dt>Strict agreement</dt><dd><a href="[^"]*">{re.escape(headline)}</a>', html)
     assert f"Gate items: {gate} agreement" in html
     assert "All units, gate included: 71.4% agreement" in html
     assert "rests on 4 dialogues only" in html

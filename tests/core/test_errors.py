@@ -48,6 +48,7 @@ PARAMS |= {"kind": "weather"}  # notification email preferences
 PARAMS |= {"key": "q1:2"}  # consultations
 PARAMS |= {"character": "U+0000"}  # input guard
 PARAMS |= {"task": 42}  # assignment by hand
+PARAMS |= {"number": 2, "missing": "{dialogue}", "version_a": 1, "version_b": 2}  # judge configurations, comparison
 
 
 @pytest.mark.parametrize("code", [c for c in ErrorCode])

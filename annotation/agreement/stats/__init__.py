@@ -16,7 +16,7 @@ Conventions shared by every function here:
 Nothing here imports Django; the module is safe to use in Celery workers, notebooks
 and tests alike.
 
-The package splits by kind of statistic (`raters`, `drift`, `bootstrap`); callers import
+The package splits by kind of statistic (`raters`, `drift`, `bootstrap`, `paired`); callers import
 from the package, whose `__all__` names the public functions.
 """
 
@@ -34,6 +34,7 @@ from annotation.agreement.stats.intervals import (
     cluster_wilson_interval,
     student_t_upper_quantile,
 )
+from annotation.agreement.stats.paired import McNemarResult, mcnemar_exact, within_expert_range
 from annotation.agreement.stats.raters import (
     AlternativeAnnotatorResult,
     MajorityResult,
@@ -54,6 +55,7 @@ __all__ = [
     "AgreementKappaBootstrap",
     "DriftResult",
     "MajorityResult",
+    "McNemarResult",
     "alternative_annotator_test",
     "bootstrap_agreement_kappa",
     "bootstrap_ci",
@@ -67,10 +69,12 @@ __all__ = [
     "krippendorff_alpha_nominal",
     "leave_one_out_agreement",
     "majority",
+    "mcnemar_exact",
     "observed_agreement_multi",
     "percent_agreement",
     "percentile_interval",
     "ratings_to_counts",
     "rolling_drift",
     "student_t_upper_quantile",
+    "within_expert_range",
 ]

@@ -97,6 +97,7 @@ DEFAULTS = {
     "project_id": "project", "assignment_id": "lease", "job_id": "export_job", "consultation_id": "consultation",
     "item_id": "rubric_item", "number": "version_number", "attempt_id": "attempt", "position": "position",
     "user_id": "e1", "case_id": "case", "entry_id": "faq_entry", "run_id": "judge_run", "appeal_id": "appeal",
+    "config_id": "judge_config",
     "notification_id": "notification", "statement_id": "statement", "batch_id": "batch", "task_id": "task",
     "endpoint_id": "webhook", "message_id": "webhook_message", "suggestion_id": "suggestion",
     "invitation_id": "invitation", "token": "invitation_token", "member": "e1", "kind": "import_kind",
@@ -162,6 +163,12 @@ MATRIX: dict[str, Rule] = {
     "project_skips": r(PM),
     "next_task": r(MEMBER),
     "judge_runs": r(PM),
+    "judge_items": r(PM),
+    "judge_item": r(PM),
+    "judge_configs": r(PM),
+    "judge_config": r(PM),
+    "judge_config_diff": r(PM),
+    "judge_runs_compare": r(PM),
     "judge_labels_import": r(PM),
     "judge_run": r(PM),
     "judge_run_cancel": r(PM),
@@ -269,6 +276,7 @@ MATRIX: dict[str, Rule] = {
     "api-responses-import": r(PM),
     "api-golden-import": r(PM),
     "api-judge-labels-import": r(PM),
+    "api-judge-run-start": r(PM),
     "api-consensus-export": r(PM),
     "api-export-job-create": r(PM),
     "api-export-job": r(OWNER),
@@ -406,6 +414,10 @@ def _build_world() -> dict:
     suggestion = RubricItemSuggestion.objects.create(project=project, item_key=item.item_key, text="clearer",
                                                      consultation=consultation, created_at=now)
     run = JudgeRun.objects.create(project=project, rubric_version=version, name="judge", source="import")
+    from annotation.judging.configs import builtin_prompt_template, judge_config_create
+
+    judge_config = judge_config_create(project=project, name="matrix config",
+                                       prompt_template=builtin_prompt_template(), created_by=pm_a, now=now).config
     job = ExportJob.objects.create(project=project, owner=pm_a, fmt="jsonl", created_at=now,
                                    expires_at=now + timedelta(days=1))
     case = Case.objects.create(project=project, title=f"{PROJECT_MARK} case", problem="p", reading="r",
@@ -428,6 +440,7 @@ def _build_world() -> dict:
         "export_job": job.pk, "consultation": consultation.pk, "rubric_item": item.pk,
         "version_number": version.number, "attempt": attempt.pk, "position": 1, "e1": e1.pk, "case": case.pk,
         "faq_entry": faq.pk, "judge_run": run.pk, "appeal": appeal.pk, "notification": notification.pk,
+        "judge_config": judge_config.pk,
         "statement": Statement.objects.get(period=settlement.period, expert=e1).pk,
         "batch": PayoutBatch.objects.get(period=settlement.period).pk, "task": submitted.task_id,
         "webhook": webhook.pk, "webhook_message": message.pk, "suggestion": suggestion.pk,

@@ -10,9 +10,7 @@ from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from core.error_codes import ErrorCode
-from core.errors import DomainError, error_message
-
-MAX_ERRORS = 100
+from core.errors import MAX_ERRORS, DomainError, error_message
 
 
 def body_not_object(what: str = "settings") -> DomainError:

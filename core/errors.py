@@ -11,6 +11,9 @@ from typing import Any
 
 from core.error_codes import GENERIC_CODES, ErrorCode
 
+# Entries an error list shows at most, in the API and on pages (core.api, core.middleware).
+MAX_ERRORS = 100
+
 
 class DomainError(Exception):
     """A request the domain refuses, with a message a user can act on."""

@@ -14,8 +14,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import translation
 
-from core.api import MAX_ERRORS
-from core.errors import DomainError, NotFound, error_message, field_error_message
+# Not from core.api: importing DRF's views from the middleware loads the throttle classes of
+# core.api while core.api is still half imported.
+from core.errors import MAX_ERRORS, DomainError, NotFound, error_message, field_error_message
 
 ERROR_TEMPLATE = "partials/domain_error.html"
 

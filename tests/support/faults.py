@@ -110,10 +110,11 @@ class WorkerProcess:
     """`celery -A config worker` in its own process group, on the test database and WORKER_REDIS_URL.
 
     A short visibility timeout makes the broker hand a killed worker's message to the next
-    worker after two seconds; `env` adds settings (short judge timeouts, no debounce).
+    worker that starts a second later (a start takes longer than that, so the next worker
+    finds it on its first look); `env` adds settings (short judge timeouts, no debounce).
     """
 
-    VISIBILITY_S = 2
+    VISIBILITY_S = 1
 
     def __init__(self, **env: str) -> None:
         db = connection.settings_dict
@@ -123,12 +124,13 @@ class WorkerProcess:
             "REDIS_URL": WORKER_REDIS_URL, "CELERY_BROKER_URL": WORKER_REDIS_URL,
             "CELERY_RESULT_BACKEND": WORKER_REDIS_URL, "CELERY_TASK_ALWAYS_EAGER": "0",
             "CELERY_VISIBILITY_TIMEOUT_S": str(self.VISIBILITY_S), "RUBRICA_OUTBOUND_ALLOWED_HOSTS": "127.0.0.1",
+            "RUBRICA_AGREEMENT_BOOTSTRAP": "50",
             **env,
         }
         self.process: subprocess.Popen | None = None
         self.log = tempfile.NamedTemporaryFile(prefix="rubrica-worker-", suffix=".log", delete=False)
 
-    def start(self, timeout: float = 60.0) -> None:
+    def start(self, timeout: float = 90.0) -> None:
         offset = self.log.tell() if self.process is None else os.path.getsize(self.log.name)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "solo", "--loglevel", "INFO",

@@ -58,7 +58,7 @@ def test_an_agreement_job_killed_mid_way_finishes_once_on_restart():
     asked = {}
 
     with worker_process(RUBRICA_AGREEMENT_DEBOUNCE_S="0") as worker:
-        worker.start()
+        worker.start(warm_next=True)
 
         def ask() -> None:
             asked["report"] = agreement_report_request(project=project, now=timezone.now(), debounce_s=0)
@@ -89,7 +89,7 @@ def test_a_settlement_killed_mid_way_is_rolled_back_and_settles_once_on_restart(
     period = Period.objects.get(pk=entries[0].period_id)
 
     with worker_process() as worker:
-        worker.start()
+        worker.start(warm_next=True)
         # The settlement blocks when it writes its audit row: statements and batch are written, not committed.
         _kill_while_waiting(worker, AuditEntry._meta.db_table, "EXCLUSIVE",
                             lambda: task_send_on_commit("payments.periods_settle_due"))
@@ -124,7 +124,7 @@ def test_a_judge_run_whose_worker_is_killed_mid_request_finishes_once_on_restart
     with FakeLLMServer(answer_fn=answer, port=LLM_PORT) as llm, worker_process(
             RUBRICA_JUDGE_TIMEOUT_S="2", RUBRICA_JUDGE_MAX_RETRIES="0", RUBRICA_JUDGE_BACKOFF_MAX_S="0.05",
             RUBRICA_JUDGE_CLAIM_MARGIN_S="1", RUBRICA_JUDGE_TRUST_ENV="0", RUBRICA_AGREEMENT_DEBOUNCE_S="0") as worker:
-        worker.start()
+        worker.start(warm_next=True)
         run = judge_run_start(project=project, name="killed", base_url=llm.base_url, judge_model="fake-judge",
                               api_key="sk-test", api_key_env=None, requests_per_second=50, created_by=None)
         assert first.wait(30)

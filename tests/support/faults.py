@@ -112,6 +112,8 @@ class WorkerProcess:
     A short visibility timeout makes the broker hand a killed worker's message to the next
     worker that starts a second later (a start takes longer than that, so the next worker
     finds it on its first look); `env` adds settings (short judge timeouts, no debounce).
+    `start(warm_next=True)` also warms the next worker (tests/support/worker_main.py), which
+    the next `start()` sets going.
     """
 
     VISIBILITY_S = 1
@@ -128,22 +130,37 @@ class WorkerProcess:
             **env,
         }
         self.process: subprocess.Popen | None = None
-        self.log = tempfile.NamedTemporaryFile(prefix="rubrica-worker-", suffix=".log", delete=False)
+        self._warm: tuple[subprocess.Popen, str] | None = None
+        self._logs: list[str] = []
+        self._log = ""
 
-    def start(self, timeout: float = 90.0) -> None:
-        offset = self.log.tell() if self.process is None else os.path.getsize(self.log.name)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "solo", "--loglevel", "INFO",
-             "--without-mingle", "--without-gossip", "--without-heartbeat", "-n", f"faults{time.monotonic_ns()}@%h"],
-            cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+    def _spawn(self) -> tuple[subprocess.Popen, str]:
+        fd, log = tempfile.mkstemp(prefix="rubrica-worker-", suffix=".log")
+        self._logs.append(log)
+        args = ["--pool", "solo", "--loglevel", "INFO", "--without-mingle", "--without-gossip",
+                "--without-heartbeat", "-n", f"faults{time.monotonic_ns()}@%h"]
+        process = subprocess.Popen([sys.executable, "-m", "tests.support.worker_main", *args],
+                                   cwd=ROOT, env=self.env, stdin=subprocess.PIPE, stdout=fd,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+        os.close(fd)
+        return process, log
+
+    def start(self, *, warm_next: bool = False, timeout: float = 90.0) -> None:
+        """Set the warm worker (or a new one) going and wait until it consumes; `warm_next` warms
+        the one that replaces it."""
+        self.process, self._log = self._warm or self._spawn()
+        self._warm = None
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"go\n")
+        self.process.stdin.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise AssertionError(f"the worker exited: {self.output()[-3000:]}")
-            with open(self.log.name, encoding="utf-8", errors="replace") as f:
-                f.seek(offset)
-                if " ready." in f.read():
-                    return
+            if " ready." in self.output():
+                if warm_next:
+                    self._warm = self._spawn()
+                return
             time.sleep(0.2)
         raise AssertionError(f"the worker never became ready: {self.output()[-3000:]}")
 
@@ -153,22 +170,22 @@ class WorkerProcess:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=30)
 
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
     def output(self) -> str:
-        with open(self.log.name, encoding="utf-8", errors="replace") as f:
+        with open(self._log, encoding="utf-8", errors="replace") as f:
             return f.read()
 
     def close(self) -> None:
-        self.stop()
-        self.log.close()
-        os.unlink(self.log.name)
+        """Stop every process this started (SIGTERM, then SIGKILL) and remove the logs."""
+        for process in [p for p in (self.process, self._warm[0] if self._warm else None) if p is not None]:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait(timeout=30)
+        for log in self._logs:
+            os.unlink(log)
 
 
 @contextmanager

@@ -42,7 +42,7 @@ def outbox_mark_done(*, task_id: str | None, now: datetime) -> bool:
     return OutboxTask.objects.filter(pk=row_id, done_at__isnull=True).update(done_at=now) > 0
 
 
-@task_postrun.connect(dispatch_uid="core.outbox_mark_done")
+@task_postrun.connect(dispatch_uid="core.outbox_mark_done")  # type: ignore[untyped-decorator]
 def _on_task_postrun(task_id: str | None = None, state: str | None = None, **_kwargs: Any) -> None:
     if state != states.SUCCESS or outbox_row_id(task_id) is None:
         return

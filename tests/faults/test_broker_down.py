@@ -14,7 +14,8 @@ from payments.reconciliation import ledger_reconcile
 from tests.payments.factories import make_expert, make_paid_project
 from tests.support.faults import books_and_consensus_clean, celery_broker, wait_for, worker_process
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres,
+# One xdist worker runs these: they share the fault tests' Redis database and loopback ports.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres, pytest.mark.xdist_group("faults"),
               pytest.mark.usefixtures("post_migrate_rows")]
 
 # A loopback port of this suite's range with nothing listening: every connection is refused.

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from annotation.agreement.services import agreement_report_request
 from annotation.judging.runs import judge_run_start
-from annotation.models import AgreementReport, AuditAction, AuditEntry, JudgeLabel, JudgeRun, JudgeTaskResult, Label, Task
+from annotation.models import AgreementReport, AuditAction, AuditEntry, JudgeLabel, JudgeRun, JudgeTaskResult, Label
 from core.after_commit import task_send_on_commit
 from core.models import OutboxTask
 from experts.models import Notification
@@ -32,7 +32,8 @@ from tests.support.faults import (
     worker_process,
 )
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres,
+# One xdist worker runs these: they share the fault tests' Redis database and loopback ports.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres, pytest.mark.xdist_group("faults"),
               pytest.mark.usefixtures("post_migrate_rows")]
 
 LLM_PORT = 8652

@@ -3,24 +3,53 @@
 Sending by name lets a lower app start a higher app's work (a submission earns money)
 without importing it. With `CELERY_TASK_ALWAYS_EAGER` (the embedded mode and the tests)
 a registered task runs in-process right after the commit.
+
+With a broker, `task_send_on_commit` writes an outbox row (`core.models.OutboxTask`) in
+the caller's transaction and sends the message once it commits; the worker marks the row
+done when the task succeeds (`core.outbox`). A broker that is down at commit time makes
+the send fail quietly: the row stays and the beat sweep sends it when the broker is back,
+as it does for a message a killed worker took with it. The request that committed never
+fails because the broker did.
 """
+import logging
+import time
+from datetime import timedelta
 from typing import Any
 
 from celery import current_app
+from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
+
+logger = logging.getLogger(__name__)
+
+# After a send failed, this process leaves sending to the sweep for this long: each refused
+# send costs the publish retries (0.8 s), which would otherwise land on every request.
+BROKER_DOWN_PAUSE_S = 5.0
+_broker_down_until = 0.0
 
 
-def task_send(name: str, *, countdown: float | None = None, **kwargs: Any) -> None:
+def task_send(name: str, *, countdown: float | None = None, task_id: str | None = None, **kwargs: Any) -> None:
     """Send task `name` with keyword arguments `kwargs` now: for a task that queues its own
     next step, which holds no transaction whose commit the step must wait for.
 
-    `countdown` delays it by that many seconds.
+    `countdown` delays it by that many seconds. `task_id` names the message: an outbox
+    row's, whose result nobody reads, so the result store is not touched (with Redis down,
+    subscribing to the result took 19 s of reconnect attempts before failing).
     """
+    options: dict[str, Any] = {"countdown": countdown}
+    if task_id is not None:
+        options.update(task_id=task_id, ignore_result=True)
     task = current_app.tasks.get(name)
     if task is None:
-        current_app.send_task(name, kwargs=kwargs, countdown=countdown)
+        current_app.send_task(name, kwargs=kwargs, **options)
     else:
-        task.apply_async(kwargs=kwargs, countdown=countdown)
+        task.apply_async(kwargs=kwargs, **options)
+
+
+def outbox_retry_after() -> timedelta:
+    """How long a sent outbox task may take before the sweep sends it again."""
+    return timedelta(seconds=int(getattr(settings, "RUBRICA_OUTBOX_RETRY_AFTER_S", 600)))
 
 
 def task_send_on_commit(name: str, *, countdown: float | None = None, **kwargs: Any) -> None:
@@ -28,4 +57,39 @@ def task_send_on_commit(name: str, *, countdown: float | None = None, **kwargs: 
 
     Outside a transaction the task is sent at once. `countdown` delays it by that many seconds.
     """
-    transaction.on_commit(lambda: task_send(name, countdown=countdown, **kwargs))
+    if current_app.conf.task_always_eager:
+        # In-process: there is no broker to lose the message, and an error surfaces in the caller.
+        transaction.on_commit(lambda: task_send(name, countdown=countdown, **kwargs))
+        return
+    from core.models import OutboxTask
+
+    now = timezone.now()
+    due_at = now + timedelta(seconds=countdown or 0)
+    row = OutboxTask.objects.create(name=name, kwargs=kwargs, created_at=now, due_at=due_at,
+                                    next_check_at=due_at + outbox_retry_after(), attempts=1)
+    transaction.on_commit(lambda: outbox_send_first(row))
+
+
+def outbox_send_first(row: Any) -> bool:
+    """Send a committed outbox row's message; on a broker error, leave the row for the next sweep."""
+    global _broker_down_until
+    try:
+        if time.monotonic() < _broker_down_until:
+            raise ConnectionError("the broker refused a message a moment ago")
+        task_send(row.name, countdown=_remaining_s(row.due_at), task_id=row.message_id, **row.kwargs)
+    except Exception:  # noqa: BLE001 - any broker failure: the row is the record, the sweep sends it
+        _broker_down_until = time.monotonic() + BROKER_DOWN_PAUSE_S
+        logger.warning("task not sent, the outbox sweep will send it", extra={"task": row.name, "outbox_id": row.pk},
+                       exc_info=True)
+        try:
+            type(row).objects.filter(pk=row.pk, done_at__isnull=True).update(next_check_at=timezone.now(),
+                                                                              attempts=0)
+        except Exception:  # noqa: BLE001 - the row keeps its later check time; nothing is lost
+            logger.warning("outbox row not rescheduled", extra={"outbox_id": row.pk}, exc_info=True)
+        return False
+    return True
+
+
+def _remaining_s(due_at: Any) -> float | None:
+    left = (due_at - timezone.now()).total_seconds()
+    return left if left > 0 else None

@@ -6,4 +6,5 @@ class CoreConfig(AppConfig):
     verbose_name = "Core"
 
     def ready(self) -> None:
-        from core import checks  # noqa: F401  (registers the system checks)
+        # The system checks register themselves; the outbox marks its rows done as tasks finish.
+        from core import checks, outbox  # noqa: F401

@@ -143,15 +143,21 @@ def _stale_after() -> timedelta:
     return timedelta(seconds=debounce_seconds() + 2 * hard_limit)
 
 
-def agreement_report_process(*, report_id: int, now: datetime) -> AgreementReport | None:
+def agreement_report_process(*, report_id: int, now: datetime, attempt_id: str = "") -> AgreementReport | None:
     """Fill a pending report row; None when it is gone or another delivery already did it.
+
+    `attempt_id` names the message (its Celery task id): a row left running by an earlier
+    delivery of the same message, whose worker died, is claimed again at once.
 
     A row requested without a judge run (labels arrived) also refreshes the latest
     report of every other run of the same rubric version, reading the labels once.
     """
     claimable = Q(status=AgreementReport.Status.PENDING) | Q(
         status=AgreementReport.Status.RUNNING, requested_at__lt=now - _stale_after())
-    if not AgreementReport.objects.filter(claimable, pk=report_id).update(status=AgreementReport.Status.RUNNING):
+    if attempt_id:
+        claimable |= Q(status=AgreementReport.Status.RUNNING, claimed_by=attempt_id)
+    if not AgreementReport.objects.filter(claimable, pk=report_id).update(status=AgreementReport.Status.RUNNING,
+                                                                          claimed_by=attempt_id):
         return None
     report = AgreementReport.objects.select_related("project", "judge_run__rubric_version").get(pk=report_id)
     project = report.project

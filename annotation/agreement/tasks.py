@@ -15,9 +15,9 @@ from annotation.models import JudgeRun, Project
 __all__ = ["agreement_report_compute_task", "agreement_report_request_task"]
 
 
-@shared_task(name="annotation.agreement_report_compute", acks_late=True, autoretry_for=TRANSIENT_ERRORS,
+@shared_task(bind=True, name="annotation.agreement_report_compute", acks_late=True, autoretry_for=TRANSIENT_ERRORS,
              retry_backoff=True, retry_backoff_max=300, max_retries=5, soft_time_limit=900, time_limit=960)
-def agreement_report_compute_task(*, project_id: int, judge_run_id: int | None = None,
+def agreement_report_compute_task(self, *, project_id: int, judge_run_id: int | None = None,
                                   report_id: int | None = None) -> int | None:
     """Compute a project's agreement report; returns the stored report's id (None when nothing was due).
 
@@ -27,7 +27,7 @@ def agreement_report_compute_task(*, project_id: int, judge_run_id: int | None =
     """
     now = timezone.now()
     if report_id is not None:
-        report = agreement_report_process(report_id=report_id, now=now)
+        report = agreement_report_process(report_id=report_id, now=now, attempt_id=self.request.id or "")
         return None if report is None else report.pk
     project = Project.objects.filter(pk=project_id).first()
     if project is None:

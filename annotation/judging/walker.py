@@ -51,7 +51,7 @@ def judge_claim_lease_s() -> float:
     """How long a claim lasts: the slowest answer possible, with every retry timing out, twice."""
     one_ask = (settings.RUBRICA_JUDGE_TIMEOUT_S * (settings.RUBRICA_JUDGE_MAX_RETRIES + 1)
                + settings.RUBRICA_JUDGE_BACKOFF_MAX_S * settings.RUBRICA_JUDGE_MAX_RETRIES)
-    return 2 * one_ask + 60
+    return 2 * one_ask + settings.RUBRICA_JUDGE_CLAIM_MARGIN_S
 
 
 @dataclass

@@ -148,6 +148,9 @@ class AgreementReport(models.Model):
     units = models.PositiveIntegerField(default=0)
     payload = models.JSONField(default=dict)
     error = models.TextField(blank=True)
+    # The Celery task id of the delivery computing it: a redelivery of that message after its
+    # worker died may claim the running row again (annotation.agreement.services).
+    claimed_by = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         ordering = ["-requested_at"]

@@ -16,7 +16,12 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 300)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 360)
+# A message a killed worker had taken comes back to the queue after this many seconds (Redis
+# transport). Longer than the longest task (agreement: 960 s), or a slow task would run twice.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT_S", 3600)}
 CELERY_BEAT_SCHEDULE = {
+    # Follow-up work the broker never took (it was down at commit) or a lost worker dropped.
+    "outbox-sweep": {"task": "core.outbox_sweep", "schedule": 60.0},
     "expire-leases": {"task": "annotation.leases_expire", "schedule": 60.0},
     # Consultations: reveal blind votes past their deadline (pages reveal them on read too).
     # Review: lease, idle, quality and deadline reminders; returned submissions left unfixed go back.
@@ -38,6 +43,12 @@ if REDIS_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
+# Outbox (core.outbox): how long a sent task may take before the sweep sends it again, how many
+# sends before it is left to an operator, and how long done rows are kept.
+RUBRICA_OUTBOX_RETRY_AFTER_S = env_int("RUBRICA_OUTBOX_RETRY_AFTER_S", 600)
+RUBRICA_OUTBOX_MAX_ATTEMPTS = env_int("RUBRICA_OUTBOX_MAX_ATTEMPTS", 10)
+RUBRICA_OUTBOX_KEEP_DONE_S = env_int("RUBRICA_OUTBOX_KEEP_DONE_S", 86400)
+
 # LLM judge runs (annotation.judging): per-request timeout, retries with backoff for 429/5xx and
 # timeouts, and how long one Celery task walks a run before handing over to a fresh task.
 RUBRICA_JUDGE_TIMEOUT_S = float(env_str("RUBRICA_JUDGE_TIMEOUT_S", "60"))
@@ -45,6 +56,9 @@ RUBRICA_JUDGE_MAX_RETRIES = env_int("RUBRICA_JUDGE_MAX_RETRIES", 4)
 RUBRICA_JUDGE_BACKOFF_BASE_S = float(env_str("RUBRICA_JUDGE_BACKOFF_BASE_S", "0.5"))
 RUBRICA_JUDGE_BACKOFF_MAX_S = float(env_str("RUBRICA_JUDGE_BACKOFF_MAX_S", "20"))
 RUBRICA_JUDGE_STEP_BUDGET_S = float(env_str("RUBRICA_JUDGE_STEP_BUDGET_S", "120"))
+# Added to a claim's length (twice the slowest possible ask): how long after a worker died
+# another walker may ask about the task it held.
+RUBRICA_JUDGE_CLAIM_MARGIN_S = float(env_str("RUBRICA_JUDGE_CLAIM_MARGIN_S", "60"))
 # Environment variables an admin may name as a judge run's key ("PREFIX_*" allows a prefix), on a
 # project that also holds a grant for the variable (JudgeKeyGrant, Django admin); PMs type keys in.
 # A list, because a worker's environment also holds the database password and SECRET_KEY,

@@ -1,0 +1,96 @@
+"""The outbox's worker side: a finished task marks its row done; the sweep sends what is left.
+
+A row is done once its task succeeded (`task_postrun` with state SUCCESS, in the worker,
+before the late ack). A task that is retried keeps its id, so the row waits for the last
+try. A row not done by its `next_check_at` is sent again by `outbox_sweep` (beat, every
+minute) with the same message id, at most `RUBRICA_OUTBOX_MAX_ATTEMPTS` times; one whose
+first send failed (broker down) is due at once. Every task sent through the outbox is
+idempotent, so the rare double delivery (a slow task overtaken by the sweep) is harmless.
+"""
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from celery import states
+from celery.signals import task_postrun
+from django.conf import settings
+from django.db import DatabaseError, transaction
+from django.utils import timezone
+
+from core.after_commit import _remaining_s, outbox_retry_after, task_send
+from core.models import OUTBOX_ID_PREFIX, OutboxTask
+
+logger = logging.getLogger(__name__)
+
+SWEEP_BATCH = 500
+PURGE_BATCH = 5000
+
+
+def outbox_row_id(task_id: str | None) -> int | None:
+    """The outbox row a Celery task id names, or None for a message sent without the outbox."""
+    if not task_id or not task_id.startswith(OUTBOX_ID_PREFIX):
+        return None
+    tail = task_id[len(OUTBOX_ID_PREFIX):]
+    return int(tail) if tail.isdigit() else None
+
+
+def outbox_mark_done(*, task_id: str | None, now: datetime) -> bool:
+    """Mark the row of task `task_id` done; False when it names no pending row (idempotent)."""
+    row_id = outbox_row_id(task_id)
+    if row_id is None:
+        return False
+    return OutboxTask.objects.filter(pk=row_id, done_at__isnull=True).update(done_at=now) > 0
+
+
+@task_postrun.connect(dispatch_uid="core.outbox_mark_done")  # type: ignore[untyped-decorator]
+def _on_task_postrun(task_id: str | None = None, state: str | None = None, **_kwargs: Any) -> None:
+    if state != states.SUCCESS or outbox_row_id(task_id) is None:
+        return
+    try:
+        outbox_mark_done(task_id=task_id, now=timezone.now())
+    except DatabaseError:
+        # The row stays pending and the sweep sends it once more: harmless for an idempotent task.
+        logger.warning("outbox row not marked done", extra={"task_id": task_id}, exc_info=True)
+
+
+def _max_attempts() -> int:
+    return int(getattr(settings, "RUBRICA_OUTBOX_MAX_ATTEMPTS", 10))
+
+
+def outbox_sweep(*, now: datetime, limit: int = SWEEP_BATCH) -> int:
+    """Send again every pending row whose check time has passed; returns how many were sent.
+
+    Stops at the first broker error (the broker is still down; the rows stay due). Rows
+    that used up their attempts stay pending for an operator and are logged. Done rows
+    older than `RUBRICA_OUTBOX_KEEP_DONE_S` are deleted.
+    """
+    sent = 0
+    with transaction.atomic():
+        # SKIP LOCKED: two sweeps at once (two beats by mistake) split the rows instead of sending twice.
+        rows = list(OutboxTask.objects.select_for_update(skip_locked=True)
+                    .filter(done_at__isnull=True, next_check_at__lte=now, attempts__lt=_max_attempts())
+                    .order_by("next_check_at", "pk")[:limit])
+        for row in rows:
+            try:
+                task_send(row.name, countdown=_remaining_s(row.due_at), task_id=row.message_id, **row.kwargs)
+            except Exception:  # noqa: BLE001 - broker still unreachable: try again next sweep
+                logger.warning("outbox sweep stopped: the broker refused a message", extra={"outbox_id": row.pk},
+                               exc_info=True)
+                break
+            row.attempts += 1
+            row.next_check_at = max(now, row.due_at) + outbox_retry_after()
+            row.save(update_fields=["attempts", "next_check_at"])
+            sent += 1
+    exhausted = OutboxTask.objects.filter(done_at__isnull=True, attempts__gte=_max_attempts()).count()
+    if exhausted:
+        logger.error("outbox tasks gave up", extra={"count": exhausted})
+    if sent:
+        logger.warning("outbox sweep sent tasks again", extra={"count": sent})
+    _purge_done(now=now)
+    return sent
+
+
+def _purge_done(*, now: datetime) -> None:
+    keep = timedelta(seconds=int(getattr(settings, "RUBRICA_OUTBOX_KEEP_DONE_S", 86400)))
+    old = OutboxTask.objects.filter(done_at__lt=now - keep).values_list("pk", flat=True)[:PURGE_BATCH]
+    OutboxTask.objects.filter(pk__in=list(old)).delete()

@@ -124,7 +124,8 @@ def test_a_judge_run_whose_worker_is_killed_mid_request_finishes_once_on_restart
 
     with FakeLLMServer(answer_fn=answer, port=LLM_PORT) as llm, worker_process(
             RUBRICA_JUDGE_TIMEOUT_S="2", RUBRICA_JUDGE_MAX_RETRIES="0", RUBRICA_JUDGE_BACKOFF_MAX_S="0.05",
-            RUBRICA_JUDGE_CLAIM_MARGIN_S="1", RUBRICA_OUTBOUND_ALLOWED_HOSTS="127.0.0.1", RUBRICA_AGREEMENT_DEBOUNCE_S="0") as worker:
+            RUBRICA_JUDGE_CLAIM_MARGIN_S="1", RUBRICA_OUTBOUND_ALLOWED_HOSTS="127.0.0.1",
+            RUBRICA_AGREEMENT_DEBOUNCE_S="0") as worker:
         worker.start(warm_next=True)
         run = judge_run_start(project=project, name="killed", base_url=llm.base_url, judge_model="fake-judge",
                               api_key="sk-test", api_key_env=None, requests_per_second=50, created_by=None)

@@ -143,7 +143,7 @@ def build_project(name: str, copies: int, experts: list[int], seed: int) -> dict
             values = np.where(rng.random(len(items)) < accuracy, truth, 1 - truth)
             at_text = stamp(at)
             assignment_rows.append((aid, task_id, "work", expert, slot + 1, "submitted", stamp(at - seconds[t, slot]),
-                                    stamp(at + 3600), at_text, "bronze"))
+                                    stamp(at + 3600), at_text, "bronze", "", ""))
             label_rows.extend((aid, task_id, item, int(v), "", at_text) for item, v in zip(items, values))
             aid += 1
         judged = np.where(rng.random(len(items)) < 0.80, truth, 1 - truth)
@@ -155,7 +155,7 @@ def build_project(name: str, copies: int, experts: list[int], seed: int) -> dict
         raw = cursor.cursor
         copy_rows(raw, Assignment._meta.db_table,
                   ["id", "task_id", "kind", "expert_id", "slot", "status", "leased_at", "expires_at", "submitted_at",
-                   "tier_at_submission"], assignment_rows)
+                   "tier_at_submission", "rejected_reason", "rejected_text"], assignment_rows)
         copy_rows(raw, Label._meta.db_table, ["assignment_id", "task_id", "rubric_item_id", "value", "note",
                                               "created_at"], label_rows)
         copy_rows(raw, JudgeLabel._meta.db_table, ["run_id", "task_id", "rubric_item_id", "value"],

@@ -195,7 +195,8 @@ def _signup_throttled(request: HttpRequest) -> bool:
     except ValueError:  # expired between add and incr
         cache.set(key, 1, SIGNUP_WINDOW_S)
         attempts = 1
-    return attempts > SIGNUP_LIMIT
+    # None while Redis is down (the cache then counts nothing): the sign-up is let through.
+    return attempts is not None and attempts > SIGNUP_LIMIT
 
 
 def _invalid_page(request: HttpRequest, exc: DomainError) -> HttpResponse:

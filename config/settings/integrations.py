@@ -38,8 +38,24 @@ CELERY_BEAT_SCHEDULE = {
     "experts-notification-emails-sweep": {"task": "experts.notification_emails_sweep", "schedule": 300.0},
 }
 
+# The cache holds nothing that must survive (throttle counters, progress figures, the board's
+# filter choices), so while Redis is down it answers "not cached" and writes nothing instead of
+# failing the request: submissions keep working and their follow-up work waits in the outbox.
+# django-redis does this (IGNORE_EXCEPTIONS, logged); Django's own Redis backend raises.
+CACHE_REDIS_TIMEOUT_S = float(env_str("RUBRICA_CACHE_REDIS_TIMEOUT_S", "0.5"))
+
+
+def redis_cache(location: str) -> dict:
+    return {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": location,
+            "OPTIONS": {"IGNORE_EXCEPTIONS": True, "SOCKET_CONNECT_TIMEOUT": CACHE_REDIS_TIMEOUT_S,
+                        "SOCKET_TIMEOUT": CACHE_REDIS_TIMEOUT_S}}
+
+
+DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
+
+
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {"default": redis_cache(REDIS_URL)}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 

@@ -1,12 +1,14 @@
-"""Redis (the broker) unavailable: submissions still commit, their follow-up work waits in the
-outbox and runs once when the broker is back."""
+"""Redis unavailable (the broker and the cache): submissions still commit, their follow-up work
+waits in the outbox and runs once when Redis is back."""
 import socket
 
 import pytest
+from django.test import override_settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from annotation.models import AgreementReport, Assignment, Label
+from config.settings.integrations import redis_cache
 from core.models import OutboxTask
 from core.outbox import outbox_sweep
 from payments.models import LedgerEntry
@@ -45,9 +47,15 @@ def test_submissions_commit_while_the_broker_is_down_and_their_work_runs_once_it
     project = make_paid_project(experts=experts, n_questions=1)
     votes = [lambda item: 1, lambda item: 1, lambda item: 0]
 
-    with celery_broker(_closed_broker_url()):
+    closed = _closed_broker_url()
+    # The cache on the same dead Redis: the API's throttles count in it, and pages read it.
+    with celery_broker(closed), override_settings(CACHES={"default": redis_cache(closed)}):
         answers = [_pull_and_submit(e, project, v) for e, v in zip(experts, votes, strict=True)]
+        page = APIClient()
+        page.force_login(experts[0])
+        home = page.get("/")
 
+    assert home.status_code == 200
     assert [status for status, _ in answers] == [201, 201, 201]
     assert answers[-1][1]["task_complete"] is True
     assert Assignment.objects.filter(status=Assignment.Status.SUBMITTED).count() == 3

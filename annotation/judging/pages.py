@@ -11,6 +11,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -33,7 +34,7 @@ from annotation.judging.configs import (
     judge_config_version_get,
 )
 from annotation.judging.items import judge_item_get, judge_item_stat, judge_item_suggest, judge_item_units
-from annotation.models import AgreementItemStat, JudgeConfig, JudgeRun, Project
+from annotation.models import AgreementItemStat, JudgeConfig, JudgeConfigVersion, JudgeRun, Project
 from annotation.selectors import project_get_for_user
 from core.errors import DomainError, error_message, field_error_message
 from core.pages import render_page
@@ -157,7 +158,9 @@ def judge_configs(request: HttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(_user(request), project_id, manage=True)
     context: dict[str, Any] = {
         "project": project,
-        "configs": JudgeConfig.objects.filter(project=project).prefetch_related("versions").order_by("name"),
+        # A list per configuration (`to_attr`): the template's `|last` indexes it, which a queryset refuses.
+        "configs": JudgeConfig.objects.filter(project=project).order_by("name").prefetch_related(
+            Prefetch("versions", queryset=JudgeConfigVersion.objects.order_by("number"), to_attr="version_list")),
         "form": {"prompt_template": builtin_prompt_template(), "temperature": "0"}, "errors": {},
     }
     if request.method == "GET":

@@ -157,8 +157,10 @@ def test_a_refused_version_re_renders_the_form_with_what_was_typed(client, proje
     assert JudgeConfigVersion.objects.count() == 1
 
 
-def test_starting_a_live_run_records_the_version_it_is_asked_with(project):
+def test_starting_a_live_run_records_the_version_it_is_asked_with(project, settings):
     from annotation.judging.runs import judge_run_start
+
+    settings.RUBRICA_OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]  # the admin allows the loopback test host
 
     run = judge_run_start(project=project, name="run-1", base_url="http://127.0.0.1:8671/v1", judge_model="fake",
                           api_key="sk-test", api_key_env=None, requests_per_second=5, created_by=project.created_by)
@@ -169,3 +171,19 @@ def test_starting_a_live_run_records_the_version_it_is_asked_with(project):
     assert run.config_version is not None and run.config_version_id == second.config_version_id
     assert (run.config_version.judge_model, run.config_version.temperature) == ("fake", 0.0)
     assert run.config_version.prompt_template == builtin_prompt_template()
+
+
+def test_the_configurations_page_lists_each_one_with_its_version_count_and_latest_model(client, project):
+    first = judge_config_create(project=project, name="strict", prompt_template=builtin_prompt_template(),
+                                judge_model="qwen", base_url="https://llm.example/v1", created_by=None, now=NOW)
+    judge_config_edit(config=first.config, prompt_template=builtin_prompt_template(), judge_model="deepseek",
+                      base_url="https://llm.example/v1", temperature="0.2", created_by=None, now=NOW)
+    client.force_login(project.created_by)
+
+    page = client.get(reverse("judge_configs", args=[project.pk]), HTTP_ACCEPT_LANGUAGE="en")
+
+    html = page.content.decode()
+    assert page.status_code == 200
+    row = html[html.index(">strict</a>"):]
+    row = row[:row.index("</tr>")]
+    assert '<td class="num">2</td>' in row and "deepseek" in row and "qwen" not in row

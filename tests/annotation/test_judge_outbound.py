@@ -198,7 +198,7 @@ def test_a_pm_naming_openai_api_key_is_refused_in_the_service_the_page_and_the_a
     page = Client()
     page.force_login(pm)
     form = page.get(f"/projects/{project.pk}/judge-runs/").content.decode()
-    posted = page.post(f"/projects/{project.pk}/judge-runs/", {**fields, "api_key": ""})
+    posted = page.post(f"/projects/{project.pk}/judge-runs/", {**fields, "api_key": ""}, HTTP_ACCEPT_LANGUAGE="en")
     api.force_authenticate(pm)
     answered = api.post(f"/api/v1/projects/{project.pk}/judge-runs/", fields, format="json")
 

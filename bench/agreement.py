@@ -245,17 +245,27 @@ def measure_dashboard(project_id: int) -> dict:
         started = time.perf_counter()
         client.get(url, HTTP_HX_REQUEST="true")
         fragment.append(time.perf_counter() - started)
+    return render_figures(cold, samples, fragment, response)
+
+
+def render_figures(cold: float, samples: list[float], fragment: list[float], response) -> dict:
+    """A page's render figures (seconds in, milliseconds out), as bench/benchmark_quality.py prints them too."""
     return {"first_ms": round(cold * 1000, 1), "p50_ms": round(statistics.median(samples) * 1000, 1),
             "max_ms": round(max(samples) * 1000, 1), "fragment_p50_ms": round(statistics.median(fragment) * 1000, 1),
             "html_kb": round(len(response.content) / 1024, 1)}
 
 
-def child(kind: str, *ids: int) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", kind, *map(str, ids)], cwd=ROOT,
+def run_child(script: str, kind: str, *ids: int) -> dict:
+    """Run `script --child kind ids…` in a fresh process (cold caches) and read its last JSON line."""
+    out = subprocess.run([sys.executable, script, "--child", kind, *map(str, ids)], cwd=ROOT,
                          capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-4000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def child(kind: str, *ids: int) -> dict:
+    return run_child(__file__, kind, *ids)
 
 
 def main() -> None:

@@ -12,8 +12,6 @@ Prints one JSON line. Usage: .venv/bin/python bench/benchmark_quality.py [--keep
 """
 import argparse
 import json
-import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -97,17 +95,11 @@ def measure_render(project_id: int, run_id: int) -> dict:
         fragment.append(time.perf_counter() - started)
     # The page must have rendered the stored report, not computed a new one.
     assert BenchmarkReport.objects.filter(project=project).count() == reports_before
-    return {"first_ms": round(first * 1000, 1), "p50_ms": round(statistics.median(samples) * 1000, 1),
-            "max_ms": round(max(samples) * 1000, 1), "fragment_p50_ms": round(statistics.median(fragment) * 1000, 1),
-            "html_kb": round(len(response.content) / 1024, 1)}
+    return base.render_figures(first, samples, fragment, response)
 
 
 def child(kind: str, *ids: int) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", kind, *map(str, ids)], cwd=ROOT,
-                         capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        raise RuntimeError(out.stderr[-4000:])
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return base.run_child(__file__, kind, *ids)
 
 
 def main() -> None:

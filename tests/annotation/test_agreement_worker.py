@@ -11,6 +11,7 @@ from annotation.agreement.tasks import agreement_report_compute_task, agreement_
 from annotation.models import AgreementReport
 from config.celery import app
 from tests.annotation.test_agreement_report import JUDGE, PANEL, build
+from tests.support.faults import forget_celery_connections as _forget_connections
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -36,16 +37,6 @@ def _delete_keys(url: str, prefix: str) -> None:
             client.delete(key)
     finally:
         client.close()
-
-
-def _forget_connections() -> None:
-    """Drop the broker pool and result backend built for the previous configuration."""
-    app._pool = None
-    app._backend_cache = None
-    if hasattr(app._local, "backend"):
-        del app._local.backend
-    if "amqp" in app.__dict__:
-        app.amqp._producer_pool = None
 
 
 @contextmanager

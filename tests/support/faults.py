@@ -70,7 +70,8 @@ def books_and_consensus_clean() -> None:
 
 # --- Celery in this process --------------------------------------------------------------------
 
-def _forget_connections() -> None:
+def forget_celery_connections() -> None:
+    """Drop the broker pool and result backend built for the previous configuration."""
     app._pool = None
     app._backend_cache = None
     if hasattr(app._local, "backend"):
@@ -87,12 +88,12 @@ def celery_broker(url: str) -> Iterator[None]:
     saved = {key: app.conf[key] for key in keys}
     # A refused connection fails the send at once instead of after the default retries.
     app.conf.update(broker_url=url, result_backend=url, task_always_eager=False, broker_connection_max_retries=0)
-    _forget_connections()
+    forget_celery_connections()
     try:
         yield
     finally:
         app.conf.update(saved)
-        _forget_connections()
+        forget_celery_connections()
         after_commit._broker_down_until = 0.0  # the next test starts with a broker it has not seen refuse
 
 

@@ -20,7 +20,6 @@ from django.db.models import (
     CharField,
     Count,
     Exists,
-    F,
     OuterRef,
     Q,
     QuerySet,
@@ -162,16 +161,18 @@ class BoardFilters:
         if "version" in v:
             tasks = tasks.filter(rubric_version__number=_int(v["version"]) or 0)
         if "dimension" in v:
-            # Per rubric version, the questions holding an item of the dimension: one-column IN lists
-            # the planner estimates well (a two-column EXISTS was estimated at 3 rows of 56,000 and
-            # walked the whole task index for the first page: 10 s at 100,000 tasks).
+            # Per rubric version, the responses to the questions holding an item of the dimension:
+            # one-column IN lists the planner estimates well and hashes once (a two-column EXISTS
+            # was estimated at 3 rows of 56,000 and walked the whole task index for the first
+            # page: 10 s at 100,000 tasks; a join through the questions sorted 56,000 of them).
             items = RubricItem.objects.filter(dimension__code=v["dimension"])
             by_version = Q(pk__in=[])
             for version_id in self.version_ids:
-                by_version |= Q(rubric_version_id=version_id, response__question__external_id__in=items.filter(
+                questions = Question.objects.filter(project_id=self.project_id or 0, external_id__in=items.filter(
                     version_id=version_id).values("question_ref"))
-            # The question's project too, so that the lookup by external id uses (project, external_id).
-            tasks = tasks.filter(by_version, response__question__project_id=F("project_id"))
+                responses = Response.objects.filter(project_id=self.project_id or 0, question__in=questions)
+                by_version |= Q(rubric_version_id=version_id, response_id__in=responses.values("pk"))
+            tasks = tasks.filter(by_version)
         if "expert" in v:
             tasks = tasks.filter(Exists(Assignment.objects.filter(task=OuterRef("pk"),
                                                                   expert_id=_int(v["expert"]) or 0)))
@@ -235,19 +236,22 @@ def board_page(project: Project, *, filters: BoardFilters, after: Any = None) ->
     state = filters.get("state")
     if state:
         tasks = tasks.filter(state_condition(project, state))
-    listed = tasks.annotate(state=row_state(project))
     after_id = _int(after)
     if after_id:
-        listed = listed.filter(pk__gt=after_id)
-    rows = list(listed.select_related("response__question", "rubric_version")
+        tasks = tasks.filter(pk__gt=after_id)
+    # The page's ids first, then their rows: when the planner joins every match and sorts (the dimension
+    # filter, 56,000 tasks), it sorts ids, not the questions' text (which spilled to disk: 550 ms).
+    ids = list(tasks.order_by("pk").values_list("pk", flat=True)[:PAGE_SIZE + 1])
+    rows = list(Task.objects.filter(pk__in=ids[:PAGE_SIZE]).annotate(state=row_state(project))
+                .select_related("response__question", "rubric_version")
                 .only("id", "status", "is_golden", "live_count", "submitted_count", "overlap", "created_at",
                       "completed_at", "response__model_name", "response__question__external_id",
                       "response__question__final_user_turn", "response__question__primary_scene",
                       "response__question__difficulty", "rubric_version__number")
-                .order_by("pk")[:PAGE_SIZE + 1])
-    next_after = rows[PAGE_SIZE - 1].pk if len(rows) > PAGE_SIZE else None
+                .order_by("pk"))
+    next_after = ids[PAGE_SIZE - 1] if len(ids) > PAGE_SIZE else None
     total = counts.get(state, 0) if state else sum(counts.values())
-    return BoardPage(counts=counts, total=total, rows=rows[:PAGE_SIZE], next_after=next_after)
+    return BoardPage(counts=counts, total=total, rows=rows, next_after=next_after)
 
 
 # Scenes and model names change only on import; reading them means a DISTINCT over every question

@@ -23,9 +23,11 @@ from django.db.models import (
     OuterRef,
     Q,
     QuerySet,
+    TextField,
     Value,
     When,
 )
+from django.db.models.functions import Cast
 
 from annotation.models import (
     Assignment,
@@ -193,7 +195,8 @@ def _plain_text(final: str, dialogue: Any) -> str:
 def _search(tasks: QuerySet[Task], project_id: int, term: str) -> QuerySet[Task]:
     """Tasks whose question's dialogue or final user turn holds `term`, case-insensitively.
 
-    PostgreSQL: `icontains`, through the trigram indexes of migration 0026 for 3+ characters.
+    PostgreSQL: `icontains`, through the trigram indexes of migration 0026 for 3+ characters
+    (`contains` for shorter terms without cased letters: the same rows, no upper-casing).
     (A GIN index over characters and character pairs was tried for 1- and 2-character terms:
     the questions were found in 70 ms, but the join of their tasks and the counts cost as much
     as before, and the index made each imported question 8 ms dearer; not kept.)
@@ -201,8 +204,15 @@ def _search(tasks: QuerySet[Task], project_id: int, term: str) -> QuerySet[Task]
     embedded mode's few questions are read and matched in Python instead.
     """
     if connections[tasks.db].vendor == "postgresql":
-        return tasks.filter(Q(response__question__final_user_turn__icontains=term)
-                            | Q(response__question__dialogue__icontains=term))
+        lookup = "icontains"
+        if len(term) < 3 and term.upper() == term.lower():
+            # No letter with a case (Chinese, digits) and too short for the trigram index: a plain
+            # LIKE finds the same rows without upper-casing every dialogue (2.5 times faster).
+            lookup = "contains"
+        # The dialogue as text (`contains` on the JSON itself would be JSON containment).
+        tasks = tasks.alias(dialogue_text=Cast("response__question__dialogue", TextField()))
+        return tasks.filter(Q(**{f"response__question__final_user_turn__{lookup}": term})
+                            | Q(**{f"dialogue_text__{lookup}": term}))
     wanted = term.upper()
     ids = [pk for pk, final, dialogue in Question.objects.filter(project_id=project_id)
            .values_list("pk", "final_user_turn", "dialogue")

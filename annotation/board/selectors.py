@@ -2,10 +2,13 @@
 
 Every read here is scoped to a project the caller already reached through
 `project_get_for_user(..., manage=True)`. The board answers in a constant number of
-queries whatever the number of tasks: one for the counts by state, one for the page
-(keyset paging on the task id, `task_project_id_idx`), a few small ones for the
-filter choices. Text search matches substrings of the dialogue and the final user turn
-(`icontains`, through the trigram indexes of migration 0026: Chinese has no word breaks).
+queries whatever the number of tasks: one for the counts by state, two for the page
+(its ids by keyset paging on the task id, `task_project_id_idx`, then their rows), a few
+small ones for the filter choices. The state filter is written as conditions on the task's
+columns and the small lists (`state_condition`), so that the planner walks the id index
+instead of computing every task's state and sorting the matches. Text search matches
+substrings of the dialogue and the final user turn (`icontains`, through the trigram
+indexes of migration 0026: Chinese has no word breaks).
 """
 from __future__ import annotations
 

@@ -3,6 +3,8 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.core.cache import cache
+from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
@@ -206,9 +208,12 @@ def test_the_board_runs_a_constant_number_of_queries(client, django_assert_max_n
     large = make_project_with_tasks(n_questions=40, items_per_question=2, models=2, pm=pm)
     _experts(small, 2)
     _experts(large, 2)
+    # Neither project's filter choices cached (SQLite reuses the ids of rolled-back tests' projects).
+    cache.delete_many([f"board-choices:{small.pk}", f"board-choices:{large.pk}"])
     client.force_login(pm)
 
-    with django_assert_max_num_queries(14) as small_queries:
+    # SQLite reads the project's questions for the search (in Python): one query more.
+    with django_assert_max_num_queries(14 if connection.vendor == "postgresql" else 15) as small_queries:
         client.get(board_url(small), {"q": "压力", "zone": "split"})
     with django_assert_max_num_queries(len(small_queries.captured_queries)):
         response = client.get(board_url(large), {"q": "压力", "zone": "split"})

@@ -484,7 +484,8 @@ def test_an_admin_reads_and_writes_any_projects_cases(client, project, admin_use
 
 def test_the_pm_tabs_and_the_expert_home_link_the_library(client, project, pm, expert):
     client.force_login(pm)
-    pm_page = client.get(reverse("project_detail", args=[project.pk])).content.decode()
+    # The "Rubric & guidance" group opens on the rubric draft, whose second row names the library and the FAQ.
+    pm_page = client.get(reverse("rubric_draft", args=[project.pk])).content.decode()
     client.force_login(expert)
     home = client.get(reverse("home")).content.decode()
 

@@ -300,10 +300,12 @@ def test_the_pm_sees_skips_with_counts_and_a_reason_filter(api, client, project,
                                       "created_at": only_other["results"][0]["created_at"]}]
 
 
-def test_the_skips_tab_is_on_the_project_pages(client, project, pm):
+def test_the_skips_tab_is_on_the_people_pages(client, project, pm):
     client.force_login(pm)
 
-    assert f'href="/projects/{project.pk}/skips/"' in client.get(f"/projects/{project.pk}/").content.decode()
+    # The People group opens on the workload page, whose second row of tabs names the skip list.
+    workload = client.get(f"/projects/{project.pk}/workload/").content.decode()
+    assert f'href="/projects/{project.pk}/skips/"' in workload
 
 
 def test_a_pm_of_another_project_and_an_expert_get_404_for_the_skip_list(api, client, project, expert):

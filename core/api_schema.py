@@ -11,7 +11,7 @@ postprocessing hook (SPECTACULAR_SETTINGS).
 """
 from typing import Any
 
-from core.api import MAX_ERRORS
+from core.errors import MAX_ERRORS
 
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
 

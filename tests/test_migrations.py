@@ -32,6 +32,8 @@ from core.db import VendorSQL
 from experts.models import new_pseudonym
 
 PROJECT_APPS = ("rubrics", "experts", "annotation", "payments")
+# core has migrations too (the outbox table), with no trigger or function, so the trigger checks leave it out.
+MIGRATING_APPS = (*PROJECT_APPS, "core")
 
 # What the trigger migrations create, by app: rubrics/0002, annotation/0003, 0008 and 0022,
 # payments/0002.
@@ -252,7 +254,7 @@ def test_a_migration_imports_only_django_core_db_and_the_standard_library(path):
 
 
 def test_the_import_check_sees_every_app_with_migrations():
-    assert {path.parent.parent.name for path in MIGRATION_FILES} == set(PROJECT_APPS)
+    assert {path.parent.parent.name for path in MIGRATION_FILES} == set(MIGRATING_APPS)
 
 
 @pytest.mark.django_db

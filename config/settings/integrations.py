@@ -42,7 +42,7 @@ CELERY_BEAT_SCHEDULE = {
 # filter choices), so while Redis is down it answers "not cached" and writes nothing instead of
 # failing the request: submissions keep working and their follow-up work waits in the outbox.
 # django-redis does this (IGNORE_EXCEPTIONS, logged); Django's own Redis backend raises.
-CACHE_REDIS_TIMEOUT_S = float(env_str("RUBRICA_CACHE_REDIS_TIMEOUT_S", "0.5"))
+CACHE_REDIS_TIMEOUT_S = float(env_str("RUBRICA_CACHE_REDIS_TIMEOUT_S", "2"))
 
 
 def redis_cache(location: str) -> dict:

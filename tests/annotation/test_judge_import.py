@@ -290,5 +290,5 @@ def test_api_requires_a_run_name(api, pm, project: Project) -> None:
     response = api.post(url(project), {"file": upload(GOOD_ROWS)}, format="multipart")
 
     assert response.status_code == 400
-    assert "run" in response.json()
+    assert [e["field"] for e in response.json()["errors"]] == ["run"]
     assert_nothing_written()

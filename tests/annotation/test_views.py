@@ -430,9 +430,13 @@ def test_project_page_full_and_fragment(pm_client, project):
 
 def test_project_page_links_every_project_page(pm_client, project):
     page = html(pm_client.get(reverse("project_detail", args=[project.pk])))
+    # The Quality group's tab opens its dashboard, whose second row names the group's other pages.
+    quality = html(pm_client.get(reverse("quality_dashboard", args=[project.pk])))
 
-    for name in ("quality_dashboard", "judge_runs", "rubric_draft", "quality", "golden_import", "project_costs"):
+    for name in ("quality_dashboard", "rubric_draft", "golden_import", "project_costs"):
         assert reverse(name, args=[project.pk]) in page
+    for name in ("judge_runs", "quality"):
+        assert reverse(name, args=[project.pk]) in quality
 
 
 def test_pm_progress_leaves_golden_tasks_out(client):

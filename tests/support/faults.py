@@ -209,7 +209,7 @@ def side_connection() -> psycopg.Connection:
     return psycopg.connect(host=db["HOST"], port=db["PORT"], user=db["USER"], dbname=db["NAME"])
 
 
-def wait_for_lock_waiters(count: int = 1, timeout: float = 60.0) -> list[int]:
+def wait_for_lock_waiters(count: int = 1, timeout: float = 180.0) -> list[int]:
     """The backend pids of the sessions blocked on a lock, once there are `count` of them."""
     deadline = time.monotonic() + timeout
     with side_connection() as conn:
@@ -232,7 +232,7 @@ def terminate_backends(pids: list[int]) -> None:
             conn.execute("SELECT pg_terminate_backend(%s)", [pid])
 
 
-def wait_for(condition, timeout: float = 60.0, what: str = "the condition"):
+def wait_for(condition, timeout: float = 180.0, what: str = "the condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()

@@ -231,9 +231,14 @@ def measure_dashboard(project_id: int) -> dict:
     client = Client()
     client.force_login(pm)
     url = reverse("quality_dashboard", args=[project.pk])
-    first = time.perf_counter()
+    return time_page(client, url)
+
+
+def time_page(client, url: str) -> dict:
+    """One cold request, 10 warm ones and 5 htmx fragments of `url`, in milliseconds (both page benches)."""
+    started = time.perf_counter()
     response = client.get(url)
-    cold = time.perf_counter() - first
+    cold = time.perf_counter() - started
     assert response.status_code == 200, response.status_code
     samples = []
     for _ in range(10):
@@ -245,11 +250,6 @@ def measure_dashboard(project_id: int) -> dict:
         started = time.perf_counter()
         client.get(url, HTTP_HX_REQUEST="true")
         fragment.append(time.perf_counter() - started)
-    return render_figures(cold, samples, fragment, response)
-
-
-def render_figures(cold: float, samples: list[float], fragment: list[float], response) -> dict:
-    """A page's render figures (seconds in, milliseconds out), as bench/benchmark_quality.py prints them too."""
     return {"first_ms": round(cold * 1000, 1), "p50_ms": round(statistics.median(samples) * 1000, 1),
             "max_ms": round(max(samples) * 1000, 1), "fragment_p50_ms": round(statistics.median(fragment) * 1000, 1),
             "html_kb": round(len(response.content) / 1024, 1)}

@@ -79,23 +79,10 @@ def measure_render(project_id: int, run_id: int) -> dict:
     client.force_login(pm)
     url = reverse("benchmark_report", args=[project.pk]) + f"?run={run_id}"
     reports_before = BenchmarkReport.objects.filter(project=project).count()
-    started = time.perf_counter()
-    response = client.get(url)
-    first = time.perf_counter() - started
-    assert response.status_code == 200, response.status_code
-    samples = []
-    for _ in range(10):
-        started = time.perf_counter()
-        response = client.get(url)
-        samples.append(time.perf_counter() - started)
-    fragment = []
-    for _ in range(5):
-        started = time.perf_counter()
-        client.get(url, HTTP_HX_REQUEST="true")
-        fragment.append(time.perf_counter() - started)
+    figures = base.time_page(client, url)
     # The page must have rendered the stored report, not computed a new one.
     assert BenchmarkReport.objects.filter(project=project).count() == reports_before
-    return base.render_figures(first, samples, fragment, response)
+    return figures
 
 
 def child(kind: str, *ids: int) -> dict:

@@ -52,6 +52,7 @@ from annotation.exchange.bulk import rows_insert
 from annotation.exchange.jsonl import ImportResult, LineErrors, RowReader, describe, import_size_check, jsonl_objects
 from annotation.lock_objects import project_imports_lock
 from annotation.models import AuditAction, Difficulty, Project, Question
+from annotation.models.project import question_search_text
 from annotation.projects.rules import project_check_writable
 from annotation.rubric_editing.publishing import rubric_draft_get_or_create, rubric_version_publish
 from annotation.selectors import rubric_version_current
@@ -140,9 +141,10 @@ def questions_import(*, project: Project, data: bytes, now: datetime, source: st
         rows_insert(
             model=Question,
             fields=["project_id", "external_id", "dialogue", "final_user_turn", "difficulty", "primary_scene",
-                    "secondary_scene", "source_format", "created_at"],
+                    "secondary_scene", "source_format", "search_text", "created_at"],
             rows=((project.pk, q.external_id, q.dialogue, q.final_user_turn, q.difficulty, q.primary_scene,
-                   q.secondary_scene, q.source_format, now) for q in new),
+                   q.secondary_scene, q.source_format, question_search_text(q.dialogue, q.final_user_turn), now)
+                  for q in new),
         )
         items_created = rows_insert(
             model=RubricItem,

@@ -2,7 +2,7 @@
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
@@ -258,6 +258,37 @@ class ProjectSettingChange(models.Model):
         return f"{self.setting}: {self.old_value} → {self.new_value} (project {self.project_id})"
 
 
+def question_search_text(dialogue: object, final_user_turn: str) -> str:
+    """What the board's search reads of a question: each earlier turn's content and the final
+    user turn, one a line, upper-cased (the search upper-cases the term the same way, so a
+    case-insensitive match is a plain `LIKE` that the trigram index serves)."""
+    turns = dialogue if isinstance(dialogue, list) else []
+    contents = [str(t.get("content") or "") if isinstance(t, dict) else "" for t in turns]
+    return "\n".join([*contents, final_user_turn or ""]).upper()
+
+
+class QuestionQuerySet(models.QuerySet):
+    def bulk_create(self, objs, *args, **kwargs):  # type: ignore[no-untyped-def, override]
+        """Fill each question's search text, as `save` does (imports and clones create in bulk)."""
+        objs = list(objs)
+        for obj in objs:
+            obj.search_text = question_search_text(obj.dialogue, obj.final_user_turn)
+        return super().bulk_create(objs, *args, **kwargs)
+
+    def update(self, **kwargs):  # type: ignore[no-untyped-def]
+        """An UPDATE of the dialogue or the final turn rewrites the changed rows' search text too."""
+        if not {"dialogue", "final_user_turn"} & set(kwargs):
+            return super().update(**kwargs)
+        with transaction.atomic(using=self.db):
+            pks = list(self.values_list("pk", flat=True))
+            count = super().update(**kwargs)
+            changed = list(self.model.objects.filter(pk__in=pks).only("pk", "dialogue", "final_user_turn"))
+            for question in changed:
+                question.search_text = question_search_text(question.dialogue, question.final_user_turn)
+            self.model.objects.bulk_update(changed, ["search_text"], batch_size=2000)
+        return count
+
+
 class Question(models.Model):
     """A dialogue whose final user turn the model answered."""
 
@@ -273,7 +304,12 @@ class Question(models.Model):
     primary_scene = models.CharField(max_length=100, blank=True)
     secondary_scene = models.CharField(max_length=100, blank=True)
     source_format = models.CharField(max_length=12, choices=SourceFormat.choices, default=SourceFormat.HEARTBENCH)
+    # Derived from the dialogue and the final turn on every save and bulk create (never edited):
+    # the board searches it instead of casting every dialogue's JSON to text.
+    search_text = models.TextField(default="", editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = QuestionQuerySet.as_manager()
 
     class Meta:
         ordering = ["project_id", "external_id"]
@@ -283,6 +319,13 @@ class Question(models.Model):
 
     def __str__(self) -> str:
         return f"{self.external_id} (project {self.project_id})"
+
+    def save(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.search_text = question_search_text(self.dialogue, self.final_user_turn)
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and {"dialogue", "final_user_turn"} & set(update_fields):
+            kwargs["update_fields"] = {*update_fields, "search_text"}
+        super().save(*args, **kwargs)
 
     def full_dialogue(self) -> list[dict]:
         """The dialogue as imported: earlier turns plus the final user turn."""

@@ -171,8 +171,9 @@ def test_filters_narrow_the_list_and_the_counts(client, board_project):
 
 def test_search_matches_the_final_turn_and_the_dialogue(client, board_project):
     project, pm, tasks, _ = board_project
-    Question.objects.filter(pk=tasks[2].response.question_id).update(
-        dialogue=[{"role": "A", "content": "我最近失眠很严重"}, {"role": "B", "content": "多久了？"}])
+    question = Question.objects.get(pk=tasks[2].response.question_id)
+    question.dialogue = [{"role": "A", "content": "我最近失眠很严重"}, {"role": "B", "content": "多久了？"}]
+    question.save(update_fields=["dialogue"])
     client.force_login(pm)
 
     by_turn = client.get(board_url(project), {"q": "打扫卫生"}, **HTMX).content.decode()

@@ -508,3 +508,27 @@ def test_the_schema_documents_the_import_and_export_endpoints(api):
             "/api/v1/projects/{project_id}/export/"} <= set(paths)
     assert "multipart/form-data" in paths["/api/v1/projects/{project_id}/questions/import/"]["post"]["requestBody"][
         "content"]
+
+
+def test_imported_questions_carry_the_search_text_the_board_reads(project):
+    questions_import(project=project, data=jsonl(heartbench_row("q1"), heartbench_row(
+        "q2", dialogue=[{"role": "A", "content": "Hello there"}, {"role": "B", "content": "嗯"},
+                        {"role": "A", "content": "I feel lost"}])), now=NOW)
+
+    texts = dict(Question.objects.filter(project=project).values_list("external_id", "search_text"))
+    assert texts["q1"] == "最近总是睡不着。\n能多说说是什么让你睡不着吗？\n工作压力很大，一闭眼就想到明天的汇报。"
+    assert texts["q2"] == "HELLO THERE\n嗯\nI FEEL LOST"
+
+
+def test_the_search_text_follows_every_way_a_dialogue_changes(project):
+    questions_import(project=project, data=jsonl(heartbench_row("q1"), heartbench_row("q2")), now=NOW)
+    questions = Question.objects.filter(project=project)
+
+    questions.filter(external_id="q1").update(dialogue=[{"role": "A", "content": "Updated in bulk"}])
+    question = questions.get(external_id="q2")
+    question.final_user_turn = "Changed at last"
+    question.save(update_fields=["final_user_turn"])
+
+    texts = dict(questions.values_list("external_id", "search_text"))
+    assert texts["q1"] == "UPDATED IN BULK\n工作压力很大，一闭眼就想到明天的汇报。"
+    assert texts["q2"].startswith("最近总是睡不着。\n") and texts["q2"].endswith("\nCHANGED AT LAST")

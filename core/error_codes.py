@@ -223,6 +223,10 @@ class ErrorCode(models.TextChoices):
         "https:// address.")
     NAME_TAKEN = "name_taken", _("This project already has a judge run with this name.")
     NO_TASKS = "no_tasks", _("The current rubric version has no tasks to judge yet.")
+    CONFIG_VERSION_UNKNOWN = "config_version_unknown", _("Not a judge configuration version of this project.")
+    CONFIG_VERSION_DIFFERS = "config_version_differs", _(
+        "The chosen configuration version fixes this as %(value)s; leave the field empty or choose another "
+        "version.")
 
     # Judge configurations, run comparison and the per-item page (annotation.judging.configs / compare).
     JUDGE_CONFIG_INVALID = "judge_config_invalid", _("The judge configuration was not saved; see the fields below.")

@@ -86,9 +86,16 @@ class JudgeRunStartApi(APIView):
     @extend_schema_serializer(component_name="JudgeRunStart")
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=NAME_MAX)
-        base_url = serializers.CharField(max_length=URL_MAX, help_text="OpenAI-compatible, ending in the API "
-                                                                       "version, e.g. https://api.openai.com/v1")
-        judge_model = serializers.CharField(max_length=MODEL_MAX)
+        base_url = serializers.CharField(max_length=URL_MAX, required=False, allow_blank=True,
+                                         help_text="OpenAI-compatible, ending in the API version, e.g. "
+                                                   "https://api.openai.com/v1; may be left out when the "
+                                                   "configuration version names one")
+        judge_model = serializers.CharField(max_length=MODEL_MAX, required=False, allow_blank=True,
+                                            help_text="may be left out when the configuration version names one")
+        config_version = serializers.IntegerField(
+            required=False, allow_null=True, min_value=1,
+            help_text="id of a judge configuration version of this project: its prompt template, temperature "
+                      "and parameters are sent (without it, the built-in prompt at temperature 0)")
         api_key = serializers.CharField(max_length=1000, required=False, allow_blank=True, write_only=True)
         api_key_env = serializers.CharField(max_length=100, required=False, allow_blank=True,
                                             help_text="admins only, on a project granted the variable")
@@ -103,8 +110,9 @@ class JudgeRunStartApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        run = judge_run_start(project=project, name=data["name"], base_url=data["base_url"],
-                              judge_model=data["judge_model"], api_key=data.get("api_key") or None,
+        run = judge_run_start(project=project, name=data["name"], base_url=data.get("base_url", ""),
+                              judge_model=data.get("judge_model", ""), config_version=data.get("config_version"),
+                              api_key=data.get("api_key") or None,
                               api_key_env=data.get("api_key_env") or None,
                               requests_per_second=data["requests_per_second"], created_by=request.user)
         return Response(_ProgressSerializer(_progress_body(run)).data, status=status.HTTP_201_CREATED)

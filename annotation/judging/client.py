@@ -38,7 +38,7 @@ import httpx
 from core.outbound import OutboundError, OutboundResponse, Resolver, outbound_request
 
 from .pacing import RateLimiter, backoff_delay, parse_retry_after, retryable_status
-from .prompt import JudgeAnswer, JudgeParseError, parse_judge_answer, render_judge_prompt
+from .prompt import JudgeAnswer, JudgeParseError, parse_judge_answer, render_judge_prompt, render_judge_prompt_from
 
 __all__ = [
     "ChatClient",
@@ -120,6 +120,7 @@ class ChatClient:
         rng: random.Random | None = None,
         extra_body: dict[str, Any] | None = None,
         resolve: Resolver | None = None,
+        temperature: float = 0.0,
     ) -> None:
         """Configure the client.
 
@@ -127,7 +128,8 @@ class ChatClient:
         limiter (e.g. between clients of the same provider account).
         ``extra_body`` adds provider-specific fields (``max_tokens`` ...) to
         every request; it cannot override ``model``, ``messages`` or
-        ``temperature``.  ``transport`` and ``resolve`` replace the network and
+        ``temperature`` (``temperature``, 0 unless a judge configuration sets it).
+        ``transport`` and ``resolve`` replace the network and
         the DNS resolver of the guarded client, for tests.
         """
         if not base_url or not isinstance(base_url, str):
@@ -152,6 +154,7 @@ class ChatClient:
         self._rng = rng or random.Random()
         self._rng_lock = threading.Lock()  # random.Random is not documented thread-safe
         self._extra_body = dict(extra_body or {})
+        self.temperature = float(temperature)
         self._transport = transport
         self._resolve = resolve
         if rate_limiter is not None:
@@ -205,8 +208,8 @@ class ChatClient:
             {
                 "model": self.model,
                 "messages": [{"role": "user", "content": prompt}],
-                # Labels must be reproducible, not creative.
-                "temperature": 0,
+                # 0 unless the run's judge configuration says otherwise: labels should be reproducible.
+                "temperature": self.temperature,
             }
         )
         return body
@@ -328,6 +331,7 @@ def judge_one(
     dialogue: list[dict[str, Any]],
     response: str,
     rubric: list[dict[str, Any]],
+    template: str | None = None,
 ) -> JudgeAnswer:
     """Ask the judge about one reply and return its parsed labels.
 
@@ -335,8 +339,10 @@ def judge_one(
     problem appended to the same prompt (at temperature 0 the identical
     prompt tends to produce the identical bad answer).  A second failure
     raises ``JudgeParseError``; ``JudgeRequestError`` propagates untouched.
+    ``template`` is a judge configuration's prompt template (the built-in prompt without one).
     """
-    prompt = render_judge_prompt(dialogue, response, rubric)
+    prompt = (render_judge_prompt(dialogue, response, rubric) if template is None
+              else render_judge_prompt_from(template, dialogue, response, rubric))
     n_items = len(rubric)
     try:
         return parse_judge_answer(client.complete(prompt), n_items)

@@ -127,14 +127,7 @@ def render_judge_prompt(
     position order (the judge's ``detail`` follows this order).  Raises
     ``ValueError`` on malformed input rather than sending a broken prompt.
     """
-    if not isinstance(response, str):
-        raise ValueError(f"response must be a string, got {type(response).__name__}")
-    if not rubric:
-        # A judge asked to return zero labels has nothing to do; this is a bug upstream.
-        raise ValueError("rubric is empty: nothing to judge")
-    turns = "\n".join(_render_turn(i, turn) for i, turn in enumerate(dialogue))
-    lines = "\n".join(render_rubric_line(item) for item in rubric)
-    count = len(rubric)
+    turns, lines, count = _prompt_parts(dialogue, response, rubric)
     return "\n".join(
         [
             _INSTRUCTIONS,
@@ -151,6 +144,36 @@ def render_judge_prompt(
             _OUTPUT_FORMAT.format(count=count),
         ]
     )
+
+
+def _prompt_parts(dialogue: list[dict[str, Any]], response: str, rubric: list[dict[str, Any]]) -> tuple[str, str, int]:
+    """The rendered dialogue, the rubric lines and the item count; ValueError on malformed input."""
+    if not isinstance(response, str):
+        raise ValueError(f"response must be a string, got {type(response).__name__}")
+    if not rubric:
+        # A judge asked to return zero labels has nothing to do; this is a bug upstream.
+        raise ValueError("rubric is empty: nothing to judge")
+    turns = "\n".join(_render_turn(i, turn) for i, turn in enumerate(dialogue))
+    lines = "\n".join(render_rubric_line(item) for item in rubric)
+    return turns, lines, len(rubric)
+
+
+def render_judge_prompt_from(
+    template: str,
+    dialogue: list[dict[str, Any]],
+    response: str,
+    rubric: list[dict[str, Any]],
+) -> str:
+    """Fill a judge configuration's template (`{dialogue}`, `{response}`, `{rubric}`, `{count}`).
+
+    The parts are rendered as for the built-in prompt, so the built-in template filled here
+    is exactly `render_judge_prompt`'s text. ValueError on malformed input or template.
+    """
+    turns, lines, count = _prompt_parts(dialogue, response, rubric)
+    try:
+        return template.format(dialogue=turns, response=response, rubric=lines, count=count)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ValueError(f"the prompt template cannot be filled: {exc}") from None
 
 
 class JudgeParseError(ValueError):

@@ -27,7 +27,7 @@ from annotation.judging.configs import judge_config_version_for_run
 from annotation.judging.prompt import PROMPT_VERSION
 from annotation.judging.secrets import api_key_encrypt, api_key_env_check_for
 from annotation.lock_objects import judge_run_lock
-from annotation.models import AuditAction, JudgeRun, JudgeTaskResult, Project, Task
+from annotation.models import AuditAction, JudgeConfigVersion, JudgeRun, JudgeTaskResult, Project, Task
 from annotation.selectors import rubric_version_current
 from core.after_commit import task_send_on_commit
 from core.errors import DomainError, NotFound
@@ -68,8 +68,15 @@ def judge_run_can_resume(run: JudgeRun) -> bool:
 
 
 def judge_run_start(*, project: Project, name: str, base_url: str, judge_model: str, api_key: str | None,
-                    api_key_env: str | None, requests_per_second: float, created_by: User | None) -> JudgeRun:
+                    api_key_env: str | None, requests_per_second: float, created_by: User | None,
+                    config_version: object = None) -> JudgeRun:
     """Start a live judge run over every non-golden task of the project's current rubric version.
+
+    `config_version` (a JudgeConfigVersion of this project, or its id) is what the run is
+    asked with: its prompt template, temperature and extra request fields, and its model and
+    base URL where it names them (an empty `judge_model` or `base_url` takes the version's;
+    a different one is refused). Without it the run sends the built-in prompt at
+    temperature 0 and records that as a version of the project's default configuration.
 
     The key is stored Fernet-encrypted (`api_key`) or, when an admin starts the run on a
     project granted that variable, named by an environment variable the workers read
@@ -89,7 +96,19 @@ def judge_run_start(*, project: Project, name: str, base_url: str, judge_model: 
         bad("name", "required", "required")
     elif len(name) > NAME_MAX:
         bad("name", f"at most {NAME_MAX} characters", "too_long")
+    chosen = _config_version_of(project, config_version)
+    if config_version not in (None, "") and chosen is None:
+        bad("config_version", "not a judge configuration version of this project", "config_version_unknown")
     base_url = (base_url or "").strip()
+    judge_model = (judge_model or "").strip()
+    if chosen is not None:
+        for field, given, fixed in (("base_url", base_url, chosen.base_url), ("judge_model", judge_model,
+                                                                             chosen.judge_model)):
+            if fixed and given and given != fixed:
+                bad(field, f"the chosen configuration version fixes this as {fixed}", "config_version_differs",
+                    value=fixed)
+        base_url = base_url or chosen.base_url
+        judge_model = judge_model or chosen.judge_model
     try:
         if len(base_url) > URL_MAX:
             raise ValidationError("too long")
@@ -103,7 +122,6 @@ def judge_run_start(*, project: Project, name: str, base_url: str, judge_model: 
             url_check(base_url)
         except OutboundRefused as exc:
             bad("base_url", str(exc), "url_not_allowed")
-    judge_model = (judge_model or "").strip()
     if not judge_model:
         bad("judge_model", "required", "required")
     elif len(judge_model) > MODEL_MAX:
@@ -134,8 +152,9 @@ def judge_run_start(*, project: Project, name: str, base_url: str, judge_model: 
     try:
         with transaction.atomic():
             # What the run will be asked with, as a judge configuration version (annotation.judging.configs).
-            config_version = judge_config_version_for_run(project=project, judge_model=judge_model,
-                                                          base_url=base_url, created_by=created_by, now=timezone.now())
+            config_version = chosen or judge_config_version_for_run(
+                project=project, judge_model=judge_model, base_url=base_url, created_by=created_by,
+                now=timezone.now())
             run = JudgeRun.objects.create(
                 project=project, rubric_version=version, name=name, judge_model=judge_model,
                 config_version=config_version,
@@ -151,6 +170,7 @@ def judge_run_start(*, project: Project, name: str, base_url: str, judge_model: 
             audit_record(actor=created_by, action=AuditAction.JUDGE_RUN_START, project_id=project.pk, objects=[run],
                          now=run.created_at, details={"name": name, "base_url": base_url, "judge_model": judge_model,
                                                       "key_source": "environment" if api_key_env else "stored",
+                                                      "config_version": config_version.pk,
                                                       "tasks": len(results)})
             _walker_queue_on_commit(run.pk)
     except IntegrityError:
@@ -162,6 +182,17 @@ def judge_run_start(*, project: Project, name: str, base_url: str, judge_model: 
                           ) from None
     logger.info("judge run started", extra={"run_id": run.pk, "project_id": project.pk, "tasks": len(results)})
     return run
+
+
+def _config_version_of(project: Project, value: object) -> JudgeConfigVersion | None:
+    """The project's judge configuration version `value` names (an instance or an id), else None."""
+    if isinstance(value, JudgeConfigVersion):
+        return value if value.config.project_id == project.pk else None
+    try:
+        pk = int(str(value))
+    except (TypeError, ValueError):
+        return None
+    return JudgeConfigVersion.objects.filter(pk=pk, config__project=project).first()
 
 
 def _rps_check(value: float, bad: Callable[..., None]) -> float:

@@ -35,7 +35,7 @@ from annotation.judging.runs import (
     judge_run_start,
 )
 from annotation.judging.selectors import judge_run_failures, judge_run_get_for_user, judge_run_list_for_project
-from annotation.models import JudgeRun, Project
+from annotation.models import JudgeConfigVersion, JudgeRun, Project
 from annotation.selectors import project_get_for_user
 from core.errors import DomainError, error_message, field_error_message
 from core.pages import render_page
@@ -49,14 +49,19 @@ class JudgeRunStartForm(forms.Form):
     """Typed input only; what is allowed (URL, rps range, unique name) the service decides."""
 
     name = forms.CharField(label=gettext_lazy("Run name"), max_length=100)
+    config_version = forms.ChoiceField(
+        label=gettext_lazy("Judge configuration"), required=False,
+        help_text=gettext_lazy("Its prompt, temperature and parameters are sent; its model and base URL fill the "
+                               "fields below when they are left empty."),
+    )
     base_url = forms.CharField(
-        label=gettext_lazy("Base URL"), max_length=500,
+        label=gettext_lazy("Base URL"), max_length=500, required=False,
         help_text=gettext_lazy("OpenAI-compatible, ending in the API version, e.g. https://api.openai.com/v1"),
         # Text inputs with an input mode: the shared stylesheet styles text inputs.
         widget=forms.TextInput(attrs={"placeholder": "https://api.openai.com/v1", "inputmode": "url",
                                       "autocomplete": "off", "spellcheck": "false"}),
     )
-    judge_model = forms.CharField(label=gettext_lazy("Judge model"), max_length=200)
+    judge_model = forms.CharField(label=gettext_lazy("Judge model"), max_length=200, required=False)
     api_key = forms.CharField(
         label=gettext_lazy("API key"), required=False, max_length=1000,
         help_text=gettext_lazy("Stored encrypted and never shown again."),
@@ -73,8 +78,14 @@ class JudgeRunStartForm(forms.Form):
         widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
     )
 
-    def __init__(self, *args: Any, env_keys: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, env_keys: bool = False, project: Project | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        versions = (JudgeConfigVersion.objects.filter(config__project=project).select_related("config")
+                    .order_by("config__name", "-number") if project is not None else [])
+        self.fields["config_version"].choices = [
+            ("", gettext_lazy("Built-in HeartBench prompt, temperature 0")),
+            *((str(v.pk), f"{v.config.name} · v{v.number}" + (f" · {v.judge_model}" if v.judge_model else ""))
+              for v in versions)]
         if not env_keys:
             # A key from the server's environment is for admins: a PM is not offered the field
             # (and one sent anyway is refused by the service, with a message).
@@ -96,7 +107,7 @@ def _runs_context(request: HttpRequest, project: Project, **extra: Any) -> dict[
     return {
         "project": project,
         "runs": judge_run_list_for_project(project),
-        "form": JudgeRunStartForm(env_keys=_env_keys(request)),
+        "form": JudgeRunStartForm(env_keys=_env_keys(request), project=project),
         "import_form": JudgeLabelsImportForm(),
         **extra,
     }
@@ -109,7 +120,7 @@ def judge_runs(request: HttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(request.user, project_id, manage=True)
     if request.method == "GET":
         return render_page(request, RUNS, "runs", _runs_context(request, project))
-    form = JudgeRunStartForm(request.POST, env_keys=_env_keys(request))
+    form = JudgeRunStartForm(request.POST, env_keys=_env_keys(request), project=project)
     if form.is_valid():
         data = form.cleaned_data
         env_name = data["api_key_env"] if "api_key_env" in form.fields else request.POST.get("api_key_env", "")
@@ -118,6 +129,7 @@ def judge_runs(request: HttpRequest, project_id: int) -> HttpResponse:
                 project=project, name=data["name"], base_url=data["base_url"], judge_model=data["judge_model"],
                 api_key=data["api_key"] or None, api_key_env=env_name[:200] or None,
                 requests_per_second=data["requests_per_second"], created_by=request.user,
+                config_version=data["config_version"] or None,
             )
         except DomainError as exc:
             for error in exc.errors or [{"message": exc.message}]:

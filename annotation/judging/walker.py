@@ -15,6 +15,7 @@ Locks: a JudgeRun row, then JudgeTaskResult rows, never while waiting for the ne
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import threading
 import time
@@ -22,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -70,8 +71,10 @@ _CLIENTS_KEPT = 8
 
 def _process_client(run: JudgeRun) -> _ProcessClient:
     secret = api_key_resolve(encrypted=run.api_key_encrypted, env_name=run.api_key_env, project_id=run.project_id)
+    temperature, params = _asked_with(run)
     material = "\x00".join(map(str, (
-        run.base_url, run.judge_model, secret, run.requests_per_second, settings.RUBRICA_JUDGE_TIMEOUT_S,
+        run.base_url, run.judge_model, secret, run.requests_per_second, temperature,
+        json.dumps(params, sort_keys=True), settings.RUBRICA_JUDGE_TIMEOUT_S,
         settings.RUBRICA_JUDGE_MAX_RETRIES, settings.RUBRICA_JUDGE_BACKOFF_BASE_S,
         settings.RUBRICA_JUDGE_BACKOFF_MAX_S)))
     fingerprint = hashlib.sha256(material.encode()).hexdigest()
@@ -89,6 +92,7 @@ def _process_client(run: JudgeRun) -> _ProcessClient:
             backoff_base_s=settings.RUBRICA_JUDGE_BACKOFF_BASE_S,
             backoff_max_s=settings.RUBRICA_JUDGE_BACKOFF_MAX_S,
             rate_limiter=rate_limiter_for_run(run_id=run.pk, rps=run.requests_per_second),
+            temperature=temperature, extra_body=params,
         )
         entry = _ProcessClient(fingerprint=fingerprint, client=client, secret=secret)
         _clients[run.pk] = entry
@@ -96,6 +100,14 @@ def _process_client(run: JudgeRun) -> _ProcessClient:
             _, old = _clients.popitem(last=False)
             old.client.close()
         return entry
+
+
+def _asked_with(run: JudgeRun) -> tuple[float, dict[str, Any]]:
+    """The temperature and extra request fields of the run's judge configuration version (0 and none without)."""
+    version = run.config_version
+    if version is None:
+        return 0.0, {}
+    return float(version.temperature), dict(version.params or {})
 
 
 def _scrub(text: str, secret: str | None) -> str:
@@ -125,7 +137,8 @@ def judge_task_execute(*, result_id: int, now: datetime, client: Completer | Non
         if client is None:
             entry = _process_client(run)
             client, secret = entry.client, entry.secret
-        answer = judge_one(client, question.full_dialogue(), response.text, rubric)
+        template = run.config_version.prompt_template if run.config_version is not None else None
+        answer = judge_one(client, question.full_dialogue(), response.text, rubric, template=template)
     except JudgeRequestError as exc:
         return _result_fail(result_id=result_id, error=_scrub(str(exc), secret), error_class=exc.error_class,
                             http_status=exc.status)

@@ -187,3 +187,34 @@ def test_the_configurations_page_lists_each_one_with_its_version_count_and_lates
     row = html[html.index(">strict</a>"):]
     row = row[:row.index("</tr>")]
     assert '<td class="num">2</td>' in row and "deepseek" in row and "qwen" not in row
+
+
+def test_the_built_in_template_through_the_template_renderer_is_the_built_in_prompt():
+    from annotation.judging.prompt import render_judge_prompt_from
+
+    dialogue = [{"role": "A", "content": "我最近睡不好"}, {"role": "B", "content": "多久了？"}]
+    rubric = [{"dimension": "共情", "score": 2, "content": "回应情绪"}]
+    assert render_judge_prompt_from(builtin_prompt_template(), dialogue, "嗯。", rubric) == render_judge_prompt(
+        dialogue, "嗯。", rubric)
+
+
+def test_the_start_form_offers_the_projects_versions_and_a_run_records_the_one_chosen(client, project):
+    pm = project.created_by or PMFactory()
+    mine = judge_config_create(project=project, name="strict", prompt_template=builtin_prompt_template(),
+                               judge_model="judge-x", base_url="https://judge.example.org/v1", temperature=0.3,
+                               created_by=None, now=NOW)
+    other = judge_config_create(project=make_project_with_tasks(n_questions=1), name="elsewhere",
+                                prompt_template=builtin_prompt_template(), created_by=None, now=NOW)
+    client.force_login(pm)
+    url = reverse("judge_runs", args=[project.pk])
+
+    page = client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert f'<option value="{mine.pk}">strict · v1 · judge-x</option>' in page
+    assert "elsewhere" not in page and "Built-in HeartBench prompt, temperature 0" in page
+
+    refused = client.post(url, {"name": "r0", "config_version": other.pk, "api_key": "sk-x",
+                                "requests_per_second": 2}, HTTP_ACCEPT_LANGUAGE="en")
+    assert refused.status_code == 422 and not JudgeRun.objects.exists()
+    client.post(url, {"name": "r1", "config_version": mine.pk, "api_key": "sk-x", "requests_per_second": 2})
+    run = JudgeRun.objects.get(name="r1")
+    assert (run.config_version_id, run.judge_model, run.base_url) == (mine.pk, "judge-x", "https://judge.example.org/v1")

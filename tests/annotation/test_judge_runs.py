@@ -582,3 +582,62 @@ def test_process_clients_are_shared_per_run(settings) -> None:
 
     assert first is again and changed is not first
     assert SECRET not in repr(first.client)
+
+
+# --- Runs asked with a judge configuration version --------------------------------------------
+
+CUSTOM_TEMPLATE = ("你是严格的评审。\n对话：\n{dialogue}\n回复：\n{response}\n标准：\n{rubric}\nrubric条数：\n{count}\n"
+                   '只输出JSON：{{"reason": "...", "detail": [0或1 × {count}]}}')
+
+
+@pytest.mark.django_db
+def test_a_run_with_a_configuration_version_sends_its_prompt_temperature_and_parameters(
+        project, llm, pm, django_capture_on_commit_callbacks) -> None:
+    from annotation.judging.configs import judge_config_create
+
+    version = judge_config_create(project=project, name="strict", prompt_template=CUSTOM_TEMPLATE,
+                                  judge_model="fake-judge", temperature=0.7, params={"max_tokens": 300},
+                                  created_by=pm, now=timezone.now())
+    with django_capture_on_commit_callbacks(execute=True):
+        run = judge_run_start(project=project, name="strict-1", base_url=llm.base_url, judge_model="",
+                              api_key=SECRET, api_key_env=None, requests_per_second=50, created_by=pm,
+                              config_version=str(version.pk))
+    run.refresh_from_db()
+
+    assert run.config_version_id == version.pk and run.judge_model == "fake-judge"
+    assert progress(run)["done"] == 5
+    bodies = llm.requests
+    assert {(b["temperature"], b["max_tokens"], b["model"]) for b in bodies} == {(0.7, 300, "fake-judge")}
+    prompt = bodies[0]["messages"][0]["content"]
+    assert prompt.startswith("你是严格的评审。\n对话：\n") and "rubric条数：\n3\n" in prompt
+    assert prompt.endswith('只输出JSON：{"reason": "...", "detail": [0或1 × 3]}')
+
+
+@pytest.mark.django_db
+def test_a_run_without_a_version_keeps_the_built_in_prompt_at_temperature_0(
+        project, llm, django_capture_on_commit_callbacks) -> None:
+    run = start_and_run(project, llm, django_capture_on_commit_callbacks)
+
+    assert {b["temperature"] for b in llm.requests} == {0.0}
+    assert run.config_version.temperature == 0 and run.config_version.params == {}
+    assert llm.requests[0]["messages"][0]["content"].startswith("你是")
+
+
+@pytest.mark.django_db
+def test_a_version_of_another_project_or_one_that_contradicts_the_form_is_refused(project, llm, pm) -> None:
+    from annotation.judging.configs import judge_config_create
+
+    other = make_project_with_tasks(n_questions=1, items_per_question=1, pm=pm)
+    theirs = judge_config_create(project=other, name="theirs", prompt_template=CUSTOM_TEMPLATE, created_by=pm,
+                                 now=timezone.now())
+    ours = judge_config_create(project=project, name="ours", prompt_template=CUSTOM_TEMPLATE,
+                               judge_model="gpt-judge", created_by=pm, now=timezone.now())
+    cases = [(theirs.pk, "fake-judge", "config_version", "config_version_unknown"),
+             ("not-a-number", "fake-judge", "config_version", "config_version_unknown"),
+             (ours.pk, "another-model", "judge_model", "config_version_differs")]
+    for version, model, field, code in cases:
+        with pytest.raises(DomainError) as caught:
+            judge_run_start(project=project, name="x", base_url=llm.base_url, judge_model=model, api_key=SECRET,
+                            api_key_env=None, requests_per_second=5, created_by=pm, config_version=version)
+        assert [(e["field"], e["code"]) for e in caught.value.errors] == [(field, code)]
+    assert not JudgeRun.objects.filter(project=project).exists()

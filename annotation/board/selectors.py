@@ -12,7 +12,6 @@ trigram index of migration 0032: Chinese has no word breaks).
 """
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +40,7 @@ from annotation.models import (
     Task,
     TaskSkip,
 )
-from annotation.models.project import Difficulty, question_texts_generation
+from annotation.models.project import Difficulty
 from annotation.selectors import project_experts
 from core.errors import NotFound
 from rubrics.models import Dimension, RubricItem, RubricVersion
@@ -182,45 +181,23 @@ class BoardFilters:
         if "zone" in v:
             tasks = tasks.filter(Exists(ItemConsensus.objects.filter(task=OuterRef("pk"), zone=v["zone"])))
         if "q" in v:
-            tasks = _search(tasks, self.project_id or 0, v["q"])
+            tasks = _search(tasks, v["q"])
         return tasks
 
 
-# A term of 1 or 2 characters cannot use the trigram index: the project's questions are read
-# (about 150 ms for 20,000 questions) and their ids kept for a while, so that the next page,
-# state or filter under the same term costs no second scan. Creating or editing a question
-# changes the project's generation (`question_texts_changed`), which makes the ids stale.
-SHORT_TERM = 3
-SEARCH_CACHE_S = 300
-SEARCH_CACHE_MAX_IDS = 50_000
-
-
-def _search(tasks: QuerySet[Task], project_id: int, term: str) -> QuerySet[Task]:
+def _search(tasks: QuerySet[Task], term: str) -> QuerySet[Task]:
     """Tasks whose question's dialogue or final user turn holds `term`, case-insensitively.
 
     Questions keep an upper-cased plain-text copy of their turns (`Question.search_text`,
     written on save and bulk create), so the match is `search_text LIKE '%TERM%'` with the term
     upper-cased the same way: on PostgreSQL the trigram index of migration 0032 serves terms of
-    3+ characters; a shorter term scans the plain text (no JSON cast per question, which was
-    half the cost of a short search at 100,000 tasks), and the matching question ids are cached
-    per project generation. The same query serves SQLite.
+    3+ characters, and a shorter term scans the plain text, with no JSON cast per question (the
+    cast was half the cost of a short search at 100,000 tasks). The same query serves SQLite.
     (A GIN index over characters and character pairs was tried for 1- and 2-character terms:
     the questions were found in 70 ms, but the join of their tasks and the counts cost as much
     as before, and the index made each imported question 8 ms dearer; not kept.)
     """
-    wanted = term.upper()
-    if len(term) >= SHORT_TERM:
-        return tasks.filter(response__question__search_text__contains=wanted)
-    digest = hashlib.sha256(wanted.encode()).hexdigest()[:32]
-    key = f"board-search:{project_id}:{question_texts_generation(project_id)}:{digest}"
-    ids = cache.get(key)
-    if ids is None:
-        ids = list(Question.objects.filter(project_id=project_id, search_text__contains=wanted)
-                   .values_list("pk", flat=True)[:SEARCH_CACHE_MAX_IDS + 1])
-        if len(ids) > SEARCH_CACHE_MAX_IDS:
-            return tasks.filter(response__question__search_text__contains=wanted)
-        cache.set(key, ids, SEARCH_CACHE_S)
-    return tasks.filter(response__question_id__in=ids)
+    return tasks.filter(response__question__search_text__contains=term.upper())
 
 
 @dataclass(frozen=True)

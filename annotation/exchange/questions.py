@@ -52,7 +52,7 @@ from annotation.exchange.bulk import rows_insert
 from annotation.exchange.jsonl import ImportResult, LineErrors, RowReader, describe, import_size_check, jsonl_objects
 from annotation.lock_objects import project_imports_lock
 from annotation.models import AuditAction, Difficulty, Project, Question
-from annotation.models.project import question_search_text, question_texts_changed
+from annotation.models.project import question_search_text
 from annotation.projects.rules import project_check_writable
 from annotation.rubric_editing.publishing import rubric_draft_get_or_create, rubric_version_publish
 from annotation.selectors import rubric_version_current
@@ -146,7 +146,6 @@ def questions_import(*, project: Project, data: bytes, now: datetime, source: st
                    q.secondary_scene, q.source_format, question_search_text(q.dialogue, q.final_user_turn), now)
                   for q in new),
         )
-        question_texts_changed([project.pk])
         items_created = rows_insert(
             model=RubricItem,
             fields=["version_id", "question_ref", "position", "item_key", "dimension_id", "score", "content", "tags"],

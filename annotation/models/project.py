@@ -1,5 +1,4 @@
 """Projects and the material experts judge: questions (dialogues) and model responses."""
-import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -268,39 +267,13 @@ def question_search_text(dialogue: object, final_user_turn: str) -> str:
     return "\n".join([*contents, final_user_turn or ""]).upper()
 
 
-def question_texts_changed(project_ids: object) -> None:
-    """Tell readers that cache what they found in these projects' questions (the board's short
-    searches) to read them again, once the transaction commits."""
-    from django.core.cache import cache
-
-    ids = {int(pk) for pk in project_ids}  # type: ignore[attr-defined]
-
-    def bump() -> None:
-        for pk in ids:
-            cache.set(f"question-texts:{pk}", uuid.uuid4().hex, None)
-
-    # Now, for this transaction's own reads, and again at commit: another request may have cached
-    # the old texts under the first bump before this transaction committed.
-    bump()
-    transaction.on_commit(bump)
-
-
-def question_texts_generation(project_id: int) -> str:
-    """Changes whenever a question of the project is created or its text changes."""
-    from django.core.cache import cache
-
-    return str(cache.get(f"question-texts:{project_id}") or "0")
-
-
 class QuestionQuerySet(models.QuerySet):
     def bulk_create(self, objs, *args, **kwargs):  # type: ignore[no-untyped-def, override]
         """Fill each question's search text, as `save` does (imports and clones create in bulk)."""
         objs = list(objs)
         for obj in objs:
             obj.search_text = question_search_text(obj.dialogue, obj.final_user_turn)
-        created = super().bulk_create(objs, *args, **kwargs)
-        question_texts_changed({obj.project_id for obj in objs})
-        return created
+        return super().bulk_create(objs, *args, **kwargs)
 
     def update(self, **kwargs):  # type: ignore[no-untyped-def]
         """An UPDATE of the dialogue or the final turn rewrites the changed rows' search text too."""
@@ -313,7 +286,6 @@ class QuestionQuerySet(models.QuerySet):
             for question in changed:
                 question.search_text = question_search_text(question.dialogue, question.final_user_turn)
             self.model.objects.bulk_update(changed, ["search_text"], batch_size=2000)
-            question_texts_changed({q.project_id for q in self.model.objects.filter(pk__in=pks).only("project_id")})
         return count
 
 
@@ -354,8 +326,6 @@ class Question(models.Model):
         if update_fields is not None and {"dialogue", "final_user_turn"} & set(update_fields):
             kwargs["update_fields"] = {*update_fields, "search_text"}
         super().save(*args, **kwargs)
-        if update_fields is None or {"dialogue", "final_user_turn"} & set(update_fields):
-            question_texts_changed([self.project_id])
 
     def full_dialogue(self) -> list[dict]:
         """The dialogue as imported: earlier turns plus the final user turn."""

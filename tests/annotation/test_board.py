@@ -4,6 +4,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.cache import cache
+from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
@@ -212,15 +213,13 @@ def test_the_board_runs_a_constant_number_of_queries(client, django_assert_max_n
     cache.delete_many([f"board-choices:{small.pk}", f"board-choices:{large.pk}"])
     client.force_login(pm)
 
-    # A 2-character term reads the matching questions' ids first (then caches them): one query more.
-    with django_assert_max_num_queries(15) as small_queries:
+    # SQLite reads the project's questions for the search (in Python): one query more.
+    with django_assert_max_num_queries(14 if connection.vendor == "postgresql" else 15) as small_queries:
         client.get(board_url(small), {"q": "压力", "zone": "split"})
     with django_assert_max_num_queries(len(small_queries.captured_queries)):
         response = client.get(board_url(large), {"q": "压力", "zone": "split"})
-    with django_assert_max_num_queries(len(small_queries.captured_queries) - 1):
-        again = client.get(board_url(large), {"q": "压力", "state": "open"})
 
-    assert response.status_code == 200 and again.status_code == 200
+    assert response.status_code == 200
 
 
 def test_another_projects_pm_and_the_experts_get_404(client, board_project):

@@ -56,6 +56,7 @@ from annotation.models.project import question_search_text
 from annotation.projects.rules import project_check_writable
 from annotation.rubric_editing.publishing import rubric_draft_get_or_create, rubric_version_publish
 from annotation.selectors import rubric_version_current
+from core.after_commit import task_send_on_commit
 from core.error_codes import ErrorCode
 from experts.models import User
 from rubrics.models import Dimension, RubricItem
@@ -146,6 +147,8 @@ def questions_import(*, project: Project, data: bytes, now: datetime, source: st
                    q.secondary_scene, q.source_format, question_search_text(q.dialogue, q.final_user_turn), now)
                   for q in new),
         )
+        # The search index's entries for these questions wait in its pending list; merged after commit.
+        task_send_on_commit("annotation.question_search_merge")
         items_created = rows_insert(
             model=RubricItem,
             fields=["version_id", "question_ref", "position", "item_key", "dimension_id", "score", "content", "tags"],

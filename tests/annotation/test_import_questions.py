@@ -532,3 +532,23 @@ def test_the_search_text_follows_every_way_a_dialogue_changes(project):
     texts = dict(questions.values_list("external_id", "search_text"))
     assert texts["q1"] == "UPDATED IN BULK\n工作压力很大，一闭眼就想到明天的汇报。"
     assert texts["q2"].startswith("最近总是睡不着。\n") and texts["q2"].endswith("\nCHANGED AT LAST")
+
+
+@pytest.mark.postgres
+def test_an_import_leaves_the_search_index_entries_pending_and_its_follow_up_merges_them_once(
+        project, django_capture_on_commit_callbacks, monkeypatch):
+    from django.db import connection
+
+    from annotation.exchange.tasks import question_search_merge_task
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the trigram index exists on PostgreSQL only")
+    question_search_merge_task()  # whatever earlier tests left pending
+    sent = []
+    monkeypatch.setattr("annotation.exchange.questions.task_send_on_commit", lambda name, **kw: sent.append(name))
+    with django_capture_on_commit_callbacks(execute=True):
+        questions_import(project=project, data=QUESTION_ALL.read_bytes(), now=NOW)
+
+    assert sent == ["annotation.question_search_merge"]
+    assert question_search_merge_task() > 0  # the import's entries were waiting in the pending list
+    assert question_search_merge_task() == 0

@@ -277,6 +277,9 @@ class JudgeLabelsImportApi(APIView):
         run = serializers.CharField(max_length=100, help_text="judge run name; labels are added if it exists")
         judge_model = serializers.CharField(max_length=200, required=False, allow_blank=True)
         prompt_version = serializers.CharField(max_length=100, required=False, allow_blank=True)
+        config_version = serializers.IntegerField(
+            required=False, allow_null=True, min_value=1,
+            help_text="id of the project's judge configuration version the labels were produced with")
 
     @extend_schema_serializer(component_name="JudgeLabelsImportOutput")
     class OutputSerializer(serializers.Serializer):
@@ -298,7 +301,8 @@ class JudgeLabelsImportApi(APIView):
         upload = data["file"]
         result = judge_labels_import(project=project, data=upload_read(upload), run_name=data["run"],
                                      judge_model=data.get("judge_model"), prompt_version=data.get("prompt_version"),
-                                     created_by=request.user, now=timezone.now(), source=upload.name)
+                                     created_by=request.user, now=timezone.now(), source=upload.name,
+                                     config_version=data.get("config_version"))
         body = {"run": result.run.pk, "created": result.created, "labels_created": result.labels_created,
                 "skipped": result.skipped}
         return Response(self.OutputSerializer(body).data, status=status.HTTP_201_CREATED)

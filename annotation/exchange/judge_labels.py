@@ -20,7 +20,17 @@ from django.db.models import Count
 from annotation.audit.services import audit_record
 from annotation.exchange.jsonl import LineErrors, RowReader, describe, import_size_check, jsonl_objects
 from annotation.lock_objects import project_imports_lock
-from annotation.models import AuditAction, JudgeLabel, JudgeRun, JudgeTaskResult, Project, Question, Response, Task
+from annotation.models import (
+    AuditAction,
+    JudgeConfigVersion,
+    JudgeLabel,
+    JudgeRun,
+    JudgeTaskResult,
+    Project,
+    Question,
+    Response,
+    Task,
+)
 from annotation.projects.rules import project_check_writable
 from annotation.selectors import rubric_version_current
 from core.after_commit import task_send_on_commit
@@ -59,13 +69,15 @@ class _Row:
 
 def judge_labels_import(*, project: Project, data: bytes, run_name: str, judge_model: str | None = None,
                         prompt_version: str | None = None, created_by: User | None = None, now: datetime,
-                        source: str = "upload") -> JudgeImportResult:
+                        source: str = "upload", config_version: object = None) -> JudgeImportResult:
     """Import judge labels into the run `run_name` of `project` (created if new).
 
     Raises DomainError with `errors=[{line, field, message}]` for every bad line (not
     JSON, a missing field, an unknown question or response, no task on the run's
     rubric version, a value other than 0/1, a `detail` of the wrong length, labels
-    differing from those stored) and then writes nothing.
+    differing from those stored) and then writes nothing. `config_version` (an id of one of the
+    project's judge configuration versions) records what the labels were asked with elsewhere;
+    an empty `judge_model` takes the version's.
     """
     # Refused before reading the file (a closed project is read-only); checked again under the lock.
     project_check_writable(project)
@@ -73,10 +85,18 @@ def judge_labels_import(*, project: Project, data: bytes, run_name: str, judge_m
     run_name = _option(run_name, "run", RUN_NAME_MAX, required=True)
     judge_model = _option(judge_model, "judge_model", JUDGE_MODEL_MAX)
     prompt_version = _option(prompt_version, "prompt_version", PROMPT_VERSION_MAX)
+    asked_with = _config_version(project, config_version)
+    if asked_with is not None and not judge_model:
+        judge_model = asked_with.judge_model
     with transaction.atomic():
         project_imports_lock(project=project)
         project_check_writable(project)
         run = JudgeRun.objects.filter(project=project, name=run_name).select_related("rubric_version").first()
+        if run is not None and asked_with is not None and run.config_version_id not in (None, asked_with.pk):
+            message = "the run already records another judge configuration version"
+            raise DomainError(f"config_version: {message}", code="invalid_option",
+                              params={"field": "config_version", "message": message},
+                              errors=[{"line": None, "field": "config_version", "message": message}])
         version = _run_version(project=project, run=run, judge_model=judge_model, prompt_version=prompt_version)
         rows, skipped = _rows_validated(project=project, version=version, run=run, data=data, source=source)
         if not rows:
@@ -85,8 +105,11 @@ def judge_labels_import(*, project: Project, data: bytes, run_name: str, judge_m
             run = JudgeRun.objects.create(
                 project=project, rubric_version=version, name=run_name, judge_model=judge_model,
                 prompt_version=prompt_version, source=JudgeRun.Source.IMPORTED, status=JudgeRun.Status.DONE,
-                created_by=created_by, started_at=now, finished_at=now,
+                created_by=created_by, started_at=now, finished_at=now, config_version=asked_with,
             )
+        elif asked_with is not None and run.config_version_id is None:
+            run.config_version = asked_with
+            run.save(update_fields=["config_version"])
         JudgeTaskResult.objects.bulk_create(
             (JudgeTaskResult(run=run, task_id=row.task_id, status=JudgeTaskResult.Status.DONE, reason=row.reason)
              for row in rows),
@@ -109,6 +132,22 @@ def judge_labels_import(*, project: Project, data: bytes, run_name: str, judge_m
                      now=now, details={"source": source, "run": run.name, "tasks": len(rows), "labels": len(labels),
                                        "skipped": skipped})
     return JudgeImportResult(run=run, created=len(rows), skipped=skipped, labels_created=len(labels))
+
+
+def _config_version(project: Project, value: object) -> JudgeConfigVersion | None:
+    """The project's judge configuration version with id `value`; None for none; DomainError for another."""
+    if value in (None, ""):
+        return None
+    try:
+        found = JudgeConfigVersion.objects.filter(pk=int(str(value)), config__project=project).first()
+    except (TypeError, ValueError):
+        found = None
+    if found is None:
+        message = "not a judge configuration version of this project"
+        raise DomainError(f"config_version: {message}", code="invalid_option",
+                          params={"field": "config_version", "message": message},
+                          errors=[{"line": None, "field": "config_version", "message": message}])
+    return found
 
 
 def _option(value: str | None, field: str, max_length: int, *, required: bool = False) -> str:

@@ -80,12 +80,8 @@ class JudgeRunStartForm(forms.Form):
 
     def __init__(self, *args: Any, env_keys: bool = False, project: Project | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        versions = (JudgeConfigVersion.objects.filter(config__project=project).select_related("config")
-                    .order_by("config__name", "-number") if project is not None else [])
         self.fields["config_version"].choices = [
-            ("", gettext_lazy("Built-in HeartBench prompt, temperature 0")),
-            *((str(v.pk), f"{v.config.name} · v{v.number}" + (f" · {v.judge_model}" if v.judge_model else ""))
-              for v in versions)]
+            ("", gettext_lazy("Built-in HeartBench prompt, temperature 0")), *_version_choices(project)]
         if not env_keys:
             # A key from the server's environment is for admins: a PM is not offered the field
             # (and one sent anyway is refused by the service, with a message).
@@ -97,6 +93,24 @@ class JudgeLabelsImportForm(forms.Form):
     run = forms.CharField(label=gettext_lazy("Run name"), max_length=100)
     judge_model = forms.CharField(label=gettext_lazy("Judge model"), max_length=200, required=False)
     prompt_version = forms.CharField(label=gettext_lazy("Prompt version"), max_length=100, required=False)
+    config_version = forms.ChoiceField(
+        label=gettext_lazy("Asked with judge configuration"), required=False,
+        help_text=gettext_lazy("The configuration version these labels were produced with, if it is recorded here."),
+    )
+
+    def __init__(self, *args: Any, project: Project | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["config_version"].choices = [("", gettext_lazy("Not recorded")), *_version_choices(project)]
+
+
+def _version_choices(project: Project | None) -> list[tuple[str, str]]:
+    """The project's judge configuration versions as select options, newest first within a configuration."""
+    if project is None:
+        return []
+    versions = (JudgeConfigVersion.objects.filter(config__project=project).select_related("config")
+                .order_by("config__name", "-number"))
+    return [(str(v.pk), f"{v.config.name} · v{v.number}" + (f" · {v.judge_model}" if v.judge_model else ""))
+            for v in versions]
 
 
 def _env_keys(request: HttpRequest) -> bool:
@@ -108,7 +122,7 @@ def _runs_context(request: HttpRequest, project: Project, **extra: Any) -> dict[
         "project": project,
         "runs": judge_run_list_for_project(project),
         "form": JudgeRunStartForm(env_keys=_env_keys(request), project=project),
-        "import_form": JudgeLabelsImportForm(),
+        "import_form": JudgeLabelsImportForm(project=project),
         **extra,
     }
 
@@ -147,7 +161,7 @@ def judge_runs(request: HttpRequest, project_id: int) -> HttpResponse:
 def judge_labels_import_view(request: HttpRequest, project_id: int) -> HttpResponse:
     """Import judge labels (JSONL) under a named run, all or nothing."""
     project = project_get_for_user(request.user, project_id, manage=True)
-    form = JudgeLabelsImportForm(request.POST, request.FILES)
+    form = JudgeLabelsImportForm(request.POST, request.FILES, project=project)
     outcome: dict[str, Any] = {}
     status = 200
     if not form.is_valid():
@@ -160,8 +174,8 @@ def judge_labels_import_view(request: HttpRequest, project_id: int) -> HttpRespo
             outcome["result"] = judge_labels_import(
                 project=project, data=data["file"].read(), run_name=data["run"], judge_model=data["judge_model"],
                 prompt_version=data["prompt_version"], created_by=request.user, now=timezone.now(),
-                source=data["file"].name)
-            form = JudgeLabelsImportForm()
+                source=data["file"].name, config_version=data["config_version"] or None)
+            form = JudgeLabelsImportForm(project=project)
         except DomainError as exc:
             outcome["error"] = error_message(exc)
             outcome["errors"] = exc.errors

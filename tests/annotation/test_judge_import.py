@@ -292,3 +292,29 @@ def test_api_requires_a_run_name(api, pm, project: Project) -> None:
     assert response.status_code == 400
     assert [e["field"] for e in response.json()["errors"]] == ["run"]
     assert_nothing_written()
+
+
+def test_an_import_records_the_configuration_version_it_was_asked_with(project: Project, pm) -> None:
+    from annotation.judging.configs import builtin_prompt_template, judge_config_create
+
+    strict = judge_config_create(project=project, name="strict", prompt_template=builtin_prompt_template(),
+                                 judge_model="gpt-4o", temperature=0.2, created_by=pm, now=NOW)
+    loose = judge_config_create(project=project, name="loose", prompt_template=builtin_prompt_template(),
+                                created_by=pm, now=NOW)
+    elsewhere = judge_config_create(project=make_project_with_tasks(n_questions=1), name="x",
+                                    prompt_template=builtin_prompt_template(), created_by=pm, now=NOW)
+
+    for bad in (elsewhere.pk, "nine"):
+        with pytest.raises(DomainError) as caught:
+            do_import(project, GOOD_ROWS, config_version=bad)
+        assert caught.value.errors[0]["field"] == "config_version"
+        assert_nothing_written()
+
+    do_import(project, GOOD_ROWS[:2], config_version=strict.pk)
+    run = JudgeRun.objects.get()
+    assert (run.config_version_id, run.judge_model) == (strict.pk, "gpt-4o")  # the model from the version
+    with pytest.raises(DomainError) as caught:
+        do_import(project, GOOD_ROWS[2:], config_version=loose.pk)
+    assert caught.value.errors[0]["field"] == "config_version"
+    do_import(project, GOOD_ROWS[2:], config_version=strict.pk)
+    assert JudgeTaskResult.objects.filter(run=run).count() == 4

@@ -11,11 +11,12 @@ The prompt template is the prompt with four `str.format` placeholders, `{dialogu
 HeartBench-structured prompt of `annotation.judging.prompt`, such that filling it
 gives exactly what `render_judge_prompt` sends (a test holds the two together).
 
-Live runs send the built-in prompt at temperature 0 (`annotation.judging.client`), so a
-live run's version is found or written from the run's model and URL with that prompt
-(:func:`judge_config_version_for_run`): the version a run records is what it was
-actually asked with. Versions with another template or temperature are for imported
-runs (a judge run elsewhere) until the client takes a template.
+A live run started with a version (`judge_run_start(config_version=...)`) sends its
+template, temperature and extra request fields (`annotation.judging.walker`); one started
+without sends the built-in prompt at temperature 0, and its version is found or written
+from the run's model and URL with that prompt (:func:`judge_config_version_for_run`), so
+the version a run records is what it was actually asked with. An import of labels judged
+elsewhere may name the version they were produced with.
 
 Locks: the project row (`annotation.lock_objects.project_lock`) while a version number is drawn.
 """

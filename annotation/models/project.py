@@ -273,6 +273,9 @@ class Question(models.Model):
     primary_scene = models.CharField(max_length=100, blank=True)
     secondary_scene = models.CharField(max_length=100, blank=True)
     source_format = models.CharField(max_length=12, choices=SourceFormat.choices, default=SourceFormat.HEARTBENCH)
+    # Outside the project's active blind-test sample: the judge labels it, experts are never offered
+    # its tasks (annotation.blind_test). Kept on the question so that tasks created later inherit it.
+    judge_only = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

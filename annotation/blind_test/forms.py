@@ -9,7 +9,7 @@ from django.utils.translation import gettext_lazy as _
 from annotation.blind_test.services import SEED_MAX
 from annotation.models.blind_test import BLIND_SHARE, PASS_BAR_PCT
 
-SHARE_MESSAGE = _("Enter a share more than 0 and at most 1, such as 0.4 for 40% of the questions.")
+SHARE_MESSAGE = _("Enter a share more than 0 and at most 1, such as 0.4.")
 # SEED_MAX written out: a lazy message cannot be interpolated at import time.
 SEED_MESSAGE = _("Enter a whole number from 0 to 9007199254740992, or leave it empty for a random seed.")
 BAR_MESSAGE = _("Enter a number from 0 to 100.")

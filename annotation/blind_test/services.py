@@ -110,9 +110,10 @@ def blind_test_task_counts(*, project: Project) -> dict[str, int]:
 
 
 def blind_test_open_judge_only(*, project: Project) -> int:
-    """Open regular tasks no expert is offered (their question is outside the active sample); 0 without a test."""
-    if not BlindTest.objects.filter(project=project, is_active=True).exists():
-        return 0
+    """Open regular tasks no expert is offered (their question is outside the active sample); 0 without a test.
+
+    One query: only a blind test marks questions judge-only, and a new one resets every flag.
+    """
     return Task.objects.filter(project=project, is_golden=False, status=Task.Status.OPEN,
                                response__question__judge_only=True).count()
 

@@ -275,7 +275,8 @@ class Question(models.Model):
     source_format = models.CharField(max_length=12, choices=SourceFormat.choices, default=SourceFormat.HEARTBENCH)
     # Outside the project's active blind-test sample: the judge labels it, experts are never offered
     # its tasks (annotation.blind_test). Kept on the question so that tasks created later inherit it.
-    judge_only = models.BooleanField(default=False)
+    # db_default: the questions import writes rows with COPY, naming only the columns it fills.
+    judge_only = models.BooleanField(default=False, db_default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -27,7 +27,8 @@ class BlindTestForm(forms.Form):
         error_messages={"min_value": SEED_MESSAGE, "max_value": SEED_MESSAGE, "invalid": SEED_MESSAGE},
         widget=forms.NumberInput(attrs={"min": 0, "step": 1, "inputmode": "numeric"}))
     pass_bar_pct = forms.FloatField(
-        label=_("Pass bar: human–judge agreement at least (%)"), initial=PASS_BAR_PCT, min_value=0, max_value=100,
+        label=_("Pass bar: human–judge agreement at least (%)"), initial=f"{PASS_BAR_PCT:g}", min_value=0,
+        max_value=100,
         help_text=_("Default 75."),
         error_messages={"min_value": BAR_MESSAGE, "max_value": BAR_MESSAGE, "invalid": BAR_MESSAGE,
                         "required": BAR_MESSAGE},

@@ -22,6 +22,7 @@ import secrets
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+
 from django.db import transaction
 from django.db.models import Max, Sum
 
@@ -186,8 +187,9 @@ def blind_test_report(*, test: BlindTest, run: JudgeRun | None, english: bool) -
     order = {code: i for i, code in enumerate(Dimension.objects.order_by("sort_order", "code")
                                              .values_list("code", flat=True))}
     head = _slice("overall", "", overall)
-    by_dim = [_slice(code, names.get(code, code), per_dim[code]) for code in sorted(per_dim, key=order.get)]
-    below_items = rows.filter(strict__lt=bar).select_related("rubric_item").order_by("strict", "-units",
+    codes = sorted(per_dim, key=lambda c: order.get(c, len(order)))
+    by_dim = [_slice(code, names.get(code, code), per_dim[code]) for code in codes]
+    below_items = rows.filter(strict__lt=bar).select_related("rubric_item__dimension").order_by("strict", "-units",
                                                                                      "question_ref", "position")
     experts = (Assignment.objects.filter(task__project=project, task__is_golden=False,
                                          task__rubric_version_id=run.rubric_version_id,

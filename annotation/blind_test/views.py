@@ -11,11 +11,11 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django_htmx.http import HttpResponseClientRedirect
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from annotation.agreement.selectors import judge_run_get_for_project, judge_run_list_for_project
 from annotation.agreement.services import judge_run_default
@@ -30,6 +30,14 @@ from annotation.models import BlindTest, BlindTestQuestion, JudgeRun, Project, Q
 from annotation.selectors import project_get_for_user
 from core.errors import DomainError, error_message
 from core.pages import render_page
+from experts.models import User
+
+
+class SignedInRequest(HttpRequest):
+    """What `login_required` lets through: a request whose user is signed in."""
+
+    user: User  # type: ignore[assignment]
+
 
 PAGE = "annotation/blind_test/page.html"
 
@@ -60,7 +68,7 @@ def _context(request: HttpRequest, project: Project, run: JudgeRun | None,
 
 @login_required
 @require_GET
-def blind_test_page(request: HttpRequest, project_id: int) -> HttpResponse:
+def blind_test_page(request: SignedInRequest, project_id: int) -> HttpResponse:
     """The active blind test's report for the judge run picked with `?run=` (default: the project's default run)."""
     project = project_get_for_user(request.user, project_id, manage=True)
     run = _run(project, request.GET.get("run"))
@@ -69,7 +77,7 @@ def blind_test_page(request: HttpRequest, project_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def blind_test_create_view(request: HttpRequest, project_id: int) -> HttpResponse:
+def blind_test_create_view(request: SignedInRequest, project_id: int) -> HttpResponse:
     """Draw a new sample (it replaces the active one)."""
     project = project_get_for_user(request.user, project_id, manage=True)
     run = judge_run_default(project=project)
@@ -77,7 +85,7 @@ def blind_test_create_view(request: HttpRequest, project_id: int) -> HttpRespons
     if not form.is_valid():
         return render_page(request, PAGE, "create", _context(request, project, run, form), status=422)
     try:
-        test = blind_test_create(project=project, by=request.user, now=timezone.now(),  # type: ignore[arg-type]
+        test = blind_test_create(project=project, by=request.user, now=timezone.now(),
                                  **form.cleaned())
     except DomainError as exc:
         form.add_error(None, error_message(exc))

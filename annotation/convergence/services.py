@@ -1,4 +1,4 @@
-"""The judge's convergence: each successive judge run's agreement with the human majority, against the project's targets.
+"""The judge's convergence: each successive judge run's agreement with the human majority, against the targets.
 
 Nothing here computes a statistic: every figure (agreement, its cluster Wilson
 interval over dialogues, the number of dialogues) is read from the run's newest
@@ -16,6 +16,7 @@ Locks: none (one row per project, written with update_or_create in a transaction
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -29,7 +30,7 @@ from core.errors import DomainError
 from experts.models import User
 from rubrics.models import Dimension
 
-# Chart geometry (SVG user units): runs along x, agreement 50-100% along y.
+# Chart geometry (SVG user units): runs along x, agreement along y from 50% (lower when a point needs it) to 100%.
 CHART_W = 640
 CHART_H = 220
 PAD_L = 44
@@ -149,12 +150,12 @@ def convergence_points(*, project: Project) -> list[RunPoint]:
     """
     runs = list(JudgeRun.objects.filter(project=project).select_related("rubric_version", "config_version__config")
                 .order_by("created_at", "pk"))
-    newest: dict[int, dict[str, Any]] = {}
-    for row in (AgreementReport.objects.filter(project=project, status=AgreementReport.Status.DONE,
+    newest: dict[int, Any] = {}
+    for found in (AgreementReport.objects.filter(project=project, status=AgreementReport.Status.DONE,
                                                judge_run__isnull=False)
                 .order_by("judge_run_id", "-computed_at", "-pk")
                 .values("judge_run_id", "computed_at", "payload__judge__overall", "payload__judge__by_dimension")):
-        newest.setdefault(row["judge_run_id"], row)
+        newest.setdefault(found["judge_run_id"], found)
     points = []
     for run in runs:
         row = newest.get(run.pk)
@@ -188,29 +189,44 @@ def convergence_lines(*, points: list[RunPoint], targets: Targets, english: bool
     return overall, lines
 
 
-def _y(value: float) -> float:
-    share = (max(Y_MIN, min(1.0, value)) - Y_MIN) / (1 - Y_MIN)
+def _y(value: float, y_min: float = Y_MIN) -> float:
+    share = (max(y_min, min(1.0, value)) - y_min) / (1 - y_min)
     return round(PAD_T + (1 - share) * (CHART_H - PAD_T - PAD_B), 2)
+
+
+def _y_min(line: Line) -> float:
+    """The axis starts at 50%, or lower (in steps of 10 points) when a point or an interval falls below it."""
+    values = [v for p in line.points if p is not None for v in (p.agreement, p.low) if v is not None]
+    lowest = min([Y_MIN, *values])
+    return max(0.0, math.floor(lowest * 10 + 1e-9) / 10)
 
 
 def convergence_chart(line: Line, labels: list[str]) -> dict[str, Any]:
     """Server-side SVG geometry of one line: points with their intervals, the target, axis ticks."""
     n = len(line.points)
+    y_min = _y_min(line)
+
+    def y(value: float) -> float:
+        return _y(value, y_min)
+
     plot_w = CHART_W - PAD_L - PAD_R
     step = plot_w / max(1, n - 1) if n > 1 else 0
     xs = [round(PAD_L + (i * step if n > 1 else plot_w / 2), 2) for i in range(n)]
-    marks, path = [], []
+    marks: list[dict[str, Any]] = []
+    path: list[str] = []
     for i, p in enumerate(line.points):
         if p is None or p.agreement is None:
             continue
-        x, y = xs[i], _y(p.agreement)
-        path.append(f"{'M' if not path else 'L'}{x},{y}")
-        marks.append({"x": x, "y": y, "low": _y(p.low if p.low is not None else p.agreement),
-                      "high": _y(p.high if p.high is not None else p.agreement),
+        x, at = xs[i], y(p.agreement)
+        path.append(f"{'M' if not path else 'L'}{x},{at}")
+        marks.append({"x": x, "y": at, "low": y(p.low if p.low is not None else p.agreement),
+                      "high": y(p.high if p.high is not None else p.agreement),
                       "met": p.agreement >= line.target - 1e-9, "label": labels[i],
                       "value": f"{100 * p.agreement:.1f}%"})
-    ticks = [{"y": _y(v), "label": f"{round(v * 100)}%"} for v in (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)]
+    step_v = 0.1 if y_min >= 0.5 else 0.2
+    levels = [1.0 - k * step_v for k in range(int(round((1.0 - y_min) / step_v)) + 1)]
+    ticks = [{"y": y(v), "label": f"{round(v * 100)}%"} for v in levels if v >= y_min - 1e-9]
     return {"width": CHART_W, "height": CHART_H, "left": PAD_L, "right": CHART_W - PAD_R,
-            "bottom": CHART_H - PAD_B, "target_y": _y(line.target), "target": f"{100 * line.target:g}%",
+            "bottom": CHART_H - PAD_B, "target_y": y(line.target), "target": f"{100 * line.target:g}%",
             "path": " ".join(path), "marks": marks, "ticks": ticks,
             "xlabels": [{"x": xs[i], "text": f"#{i + 1}"} for i in range(n)], "text_y": CHART_H - PAD_B + 16}

@@ -11,11 +11,11 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django_htmx.http import HttpResponseClientRedirect
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from annotation.convergence.forms import ConvergenceTargetsForm
 from annotation.convergence.services import (
@@ -30,6 +30,14 @@ from annotation.projects.rules import project_check_writable
 from annotation.selectors import project_get_for_user
 from core.errors import DomainError, error_message
 from core.pages import render_page
+from experts.models import User
+
+
+class SignedInRequest(HttpRequest):
+    """What `login_required` lets through: a request whose user is signed in."""
+
+    user: User  # type: ignore[assignment]
+
 
 PAGE = "annotation/convergence/page.html"
 
@@ -58,7 +66,7 @@ def _context(request: HttpRequest, project: Project, form: ConvergenceTargetsFor
 
 @login_required
 @require_GET
-def judge_convergence(request: HttpRequest, project_id: int) -> HttpResponse:
+def judge_convergence(request: SignedInRequest, project_id: int) -> HttpResponse:
     """Each judge run in order, overall and per dimension, with its interval, against the targets."""
     project = project_get_for_user(request.user, project_id, manage=True)
     return render_page(request, PAGE, "convergence", _context(request, project))
@@ -66,7 +74,7 @@ def judge_convergence(request: HttpRequest, project_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def judge_convergence_targets(request: HttpRequest, project_id: int) -> HttpResponse:
+def judge_convergence_targets(request: SignedInRequest, project_id: int) -> HttpResponse:
     """Store the targets; bad input re-renders the page with each field's message and writes nothing."""
     project = project_get_for_user(request.user, project_id, manage=True)
     form = ConvergenceTargetsForm(request.POST, english=_english(request))
@@ -77,7 +85,7 @@ def judge_convergence_targets(request: HttpRequest, project_id: int) -> HttpResp
         project_check_writable(project)
         convergence_targets_update(project=project, safety_pct=data["safety_target_pct"],
                                    other_pct=data["other_target_pct"], drift_pct=data["drift_threshold_pct"],
-                                   safety_codes=list(data["safety_dimensions"]), by=request.user,  # type: ignore[arg-type]
+                                   safety_codes=list(data["safety_dimensions"]), by=request.user,
                                    now=timezone.now())
     except DomainError as exc:
         form.add_error(None, error_message(exc))

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.utils.translation import gettext
 
 from annotation.audit.services import audit_record
 from annotation.models import AgreementReport, AuditAction, ConvergenceSettings, JudgeRun, Project
@@ -139,7 +140,7 @@ def _point(row: dict[str, Any] | None) -> Point | None:
 def _label(run: JudgeRun) -> str:
     version = run.config_version
     config = f"{version.config.name} v{version.number}" if version is not None else run.name
-    return f"{config} · rubric v{run.rubric_version.number}"
+    return f"{config} · {gettext('rubric')} v{run.rubric_version.number}"
 
 
 def convergence_points(*, project: Project) -> list[RunPoint]:

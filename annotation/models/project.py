@@ -284,6 +284,9 @@ class Question(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["project", "external_id"], name="question_external_id_unique"),
         ]
+        # A project's judge-only questions (a blind test's complement): none without a blind test, so
+        # counting their tasks starts from an empty index range.
+        indexes = [models.Index(fields=["project"], condition=Q(judge_only=True), name="question_judge_only_idx")]
 
     def __str__(self) -> str:
         return f"{self.external_id} (project {self.project_id})"

@@ -21,6 +21,8 @@ urlpatterns = [
     path("", include("annotation.guidelines.urls")),
     path("", include("annotation.dashboard.urls")),
     path("", include("annotation.benchmark_report.urls")),
+    path("", include("annotation.convergence.urls")),
+    path("", include("annotation.blind_test.urls")),
     path("", include("annotation.board.urls")),
     path("", include("annotation.roster.urls")),
     path("", include("annotation.library.urls")),

@@ -193,6 +193,7 @@ class Notification(models.Model):
         FAQ_ASKED = "faq_asked", _("A guidelines question waits for an answer")
         FAQ_ANSWERED = "faq_answered", _("My question was answered")
         APPEAL_DECIDED = "appeal_decided", _("My appeal was decided")
+        JUDGE_DRIFT = "judge_drift", _("A judge run's labels drifted from an earlier run")
 
     class EmailStatus(models.TextChoices):
         # The email outbox: "" when the reader did not ask for email of this kind.

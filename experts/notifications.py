@@ -46,6 +46,8 @@ from experts.tier_reasons import tier_reason_text
 #   faq_asked              question (the text of the new FAQ question; sent to the project's PMs)
 #   faq_answered           question (the text of the FAQ question)
 #   appeal_decided         project, outcome ("accepted" or "denied", translated when shown), reason
+#   judge_drift            run, earlier (judge run names), share (e.g. "12.5%"), shared (units both labelled),
+#                          threshold (e.g. "10%"); to the project's PMs
 TEMPLATES = {
     "rubric_published": _("Rubric version %(version)s of “%(project)s” is published (%(reason)s). "
                           "Please calibrate again before your next task."),
@@ -77,6 +79,9 @@ TEMPLATES = {
                                "revealed: the discussion is open."),
     "consultation_resolved": _("The consultation on item %(item)s of question %(question)s in “%(project)s” is "
                                "resolved: %(outcome)s."),
+    "judge_drift": _("Judge run %(run)s in “%(project)s” labels %(share)s of the %(shared)s units it shares with "
+                     "run %(earlier)s differently (more than the %(threshold)s threshold): compare the two runs "
+                     "before trusting the new figures."),
     "mention": _("%(author)s mentioned you in the consultation on item %(item)s of question %(question)s: "
                  "“%(excerpt)s”"),
 }
@@ -90,7 +95,7 @@ TIER_PARAMS = ("from_tier", "to_tier")
 # stored in English, shown in the reader's language.
 TRANSLATED_PARAMS = ("reason_label", "outcome", "decision", "signal")
 # Kinds only a project's managers receive; experts are not offered email for them.
-MANAGER_KINDS = frozenset({"expert_paused", "faq_asked", "quality_alert", "deadline_risk"})
+MANAGER_KINDS = frozenset({"expert_paused", "faq_asked", "quality_alert", "deadline_risk", "judge_drift"})
 
 # The users notified during the current request (set by `experts.middleware`), so that an
 # htmx response can tell the page to refresh its badge.

@@ -108,7 +108,7 @@ def tasks_left_for_projects(expert: User, projects: Iterable[Project]) -> dict[i
     held_before = Assignment.objects.filter(task=OuterRef("pk"), expert=expert)
     counts = dict(
         Task.objects.filter(per_project, status=Task.Status.OPEN, is_golden=False,
-                            rubric_version_id=Subquery(current))
+                            response__question__judge_only=False, rubric_version_id=Subquery(current))
         .exclude(Exists(held_before))
         .values("project_id").annotate(n=Count("pk")).order_by().values_list("project_id", "n")
     )

@@ -67,8 +67,9 @@ def _expert_check_active(*, project: Project, expert: User, access: ProjectAcces
 def _open_tasks_for(*, project: Project, version_id: int, expert: User, difficulties: list[str]) -> QuerySet[Task]:
     """Regular open tasks of the version the expert never held, of a difficulty their tier takes."""
     held_before = Assignment.objects.filter(task=OuterRef("pk"), expert=expert)
+    # Questions outside the project's blind-test sample are the judge's only (annotation.blind_test).
     qs = (Task.objects.filter(project=project, rubric_version_id=version_id, status=Task.Status.OPEN,
-                              is_golden=False)
+                              is_golden=False, response__question__judge_only=False)
           .exclude(Exists(held_before)))
     if len(difficulties) < len(Difficulty.values):
         qs = qs.filter(response__question__difficulty__in=difficulties)

@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
+from annotation.blind_test.services import blind_test_open_judge_only
 from annotation.board.selectors import STATES, BoardFilters, board_choices, board_page, task_history
 from annotation.models import Assignment, ItemConsensus
 from annotation.selectors import project_get_for_user
@@ -55,6 +56,8 @@ def board(request: SignedInRequest, project_id: int) -> HttpResponse:
         "query": query.urlencode(),
         "query_without_state": without_state.urlencode(),
         "first_page": "after" in request.GET,
+        # Open tasks outside the blind-test sample wait for no expert (annotation.blind_test).
+        "judge_only": blind_test_open_judge_only(project=project),
     }
     return render_page(request, PAGE, "results", context)
 

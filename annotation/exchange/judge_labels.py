@@ -128,6 +128,7 @@ def judge_labels_import(*, project: Project, data: bytes, run_name: str, judge_m
         ]
         JudgeLabel.objects.bulk_create(labels, batch_size=BATCH_SIZE)
         task_send_on_commit("annotation.agreement_report_request", project_id=project.pk)
+        task_send_on_commit("annotation.judge_drift_check", run_id=run.pk)
         audit_record(actor=created_by, action=AuditAction.JUDGE_LABELS_IMPORT, project_id=project.pk, objects=[run],
                      now=now, details={"source": source, "run": run.name, "tasks": len(rows), "labels": len(labels),
                                        "skipped": skipped})

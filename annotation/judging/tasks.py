@@ -13,11 +13,12 @@ from django.conf import settings
 from django.db import OperationalError
 from django.utils import timezone
 
+from annotation.judging.drift import judge_drift_check
 from annotation.judging.runs import JUDGE_RUN_STEP
 from annotation.judging.walker import judge_claim_lease_s, judge_run_step
 from core.after_commit import task_send
 
-__all__ = ["judge_run_step_task"]
+__all__ = ["judge_drift_check_task", "judge_run_step_task"]
 
 # Room for the budget plus one last task whose every retry times out.
 _SOFT_LIMIT_S = int(settings.RUBRICA_JUDGE_STEP_BUDGET_S + judge_claim_lease_s() / 2) + 30
@@ -40,3 +41,11 @@ def judge_run_step_task(self, *, run_id: int) -> str:
         # Other workers hold claims: look again when the first could have run out.
         task_send(JUDGE_RUN_STEP, countdown=step.wait_s, run_id=run_id)
     return step.state
+
+
+@shared_task(name="annotation.judge_drift_check", acks_late=True, soft_time_limit=120, time_limit=180,
+             autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
+def judge_drift_check_task(*, run_id: int) -> int | None:
+    """Compare a finished run with the earlier one sharing its units; returns the drift alert's id, if any."""
+    alert = judge_drift_check(run_id=run_id, now=timezone.now())
+    return None if alert is None else alert.pk

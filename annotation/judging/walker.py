@@ -288,6 +288,8 @@ def _run_finish(*, run_id: int, now: datetime) -> JudgeStep:
     run.finished_at = now
     run.save(update_fields=["status", "finished_at"])
     task_send_on_commit("annotation.agreement_report_request", project_id=run.project_id)
+    if run.status == JudgeRun.Status.DONE:
+        task_send_on_commit("annotation.judge_drift_check", run_id=run.pk)
     webhook_emit(project_id=run.project_id, event=WebhookEvent.JUDGE_RUN_FINISHED, now=now,
                  data={"judge_run_id": run.pk, "name": run.name, "status": run.status,
                        "finished_at": now.isoformat()})

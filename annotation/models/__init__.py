@@ -2,6 +2,7 @@
 from .audit import AuditAction, AuditEntry
 from .batch import BatchJob
 from .benchmark import BenchmarkGates, BenchmarkReport
+from .blind_test import BlindTest, BlindTestQuestion, ConvergenceSettings, JudgeDriftAlert
 from .consultations import (
     Adjudication,
     Consultation,
@@ -41,6 +42,10 @@ __all__ = [
     "AgreementItemStat",
     "AgreementReport",
     "BenchmarkGates",
+    "BlindTest",
+    "BlindTestQuestion",
+    "ConvergenceSettings",
+    "JudgeDriftAlert",
     "BenchmarkReport",
     "JudgeConfig",
     "JudgeConfigVersion",

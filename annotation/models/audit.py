@@ -35,6 +35,8 @@ class AuditAction(models.TextChoices):
     EXPERT_RESUME = "expert.resume", _("Experts resumed")
     REVIEW_ACCEPT = "review.accept", _("Flagged submission accepted")
     REVIEW_RETURN = "review.return", _("Submission returned to the expert")
+    BLIND_TEST_CREATE = "blind_test.create", _("Blind-test sample drawn")
+    CONVERGENCE_TARGETS = "convergence.targets", _("Judge convergence targets changed")
 
 
 class AuditEntry(models.Model):

@@ -307,6 +307,10 @@ class Question(models.Model):
     # Derived from the dialogue and the final turn on every save and bulk create (never edited):
     # the board searches it instead of casting every dialogue's JSON to text.
     search_text = models.TextField(default="", editable=False)
+    # Outside the project's active blind-test sample: the judge labels it, experts are never offered
+    # its tasks (annotation.blind_test). Kept on the question so that tasks created later inherit it.
+    # db_default: the questions import writes rows with COPY, naming only the columns it fills.
+    judge_only = models.BooleanField(default=False, db_default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = QuestionQuerySet.as_manager()
@@ -316,6 +320,9 @@ class Question(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["project", "external_id"], name="question_external_id_unique"),
         ]
+        # A project's judge-only questions (a blind test's complement): none without a blind test, so
+        # counting their tasks starts from an empty index range.
+        indexes = [models.Index(fields=["project"], condition=Q(judge_only=True), name="question_judge_only_idx")]
 
     def __str__(self) -> str:
         return f"{self.external_id} (project {self.project_id})"

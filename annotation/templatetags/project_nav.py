@@ -46,6 +46,8 @@ GROUPS: tuple[Group, ...] = (
                                                                     "benchmark_report", "benchmark_report_recompute",
                                                                     "benchmark_gates_edit")),
         Tab("judge_runs", _("Judge runs"), ("judge_labels_import", "judge_run")),
+        Tab("judge_convergence", _("Convergence"), ("judge_convergence_targets",)),
+        Tab("blind_test", _("Blind test"), ("blind_test_create",)),
         Tab("quality", _("Calibration & golden set"), ("golden_import", "quality_experts", "quality_expert",
                                                                   "quality_expert_resume", "quality_expert_evaluate",
                                                                   "calibration", "calibration_start")),

@@ -40,6 +40,8 @@ KIND_PARAMS = {
     "expert_idle": {"days": 4, "count": 12},
     "quality_alert": {"expert": "E-1a2b", "signal": "control accuracy fell", "value": "90% → 60%"},
     "deadline_risk": {"forecast": "2025-04-01", "due": "2025-03-20", "remaining": 120, "rate": "4.0"},
+    # Judge drift (annotation.judging.drift).
+    "judge_drift": {"run": "judge-b", "earlier": "judge-a", "share": "29.2%", "shared": 24, "threshold": "10%"},
 }
 
 

@@ -18,7 +18,7 @@ BAR_MESSAGE = _("Enter a number from 0 to 100.")
 class BlindTestForm(forms.Form):
     share = forms.FloatField(
         label=_("Share of the questions (0–1)"), initial=BLIND_SHARE, max_value=1,
-        help_text=_("Default 0.4: 40% of the questions, drawn in proportion within each scene and difficulty."),
+        help_text=_("Default 0.4: four questions in ten, drawn in proportion within each scene and difficulty."),
         error_messages={"max_value": SHARE_MESSAGE, "invalid": SHARE_MESSAGE, "required": SHARE_MESSAGE},
         widget=forms.NumberInput(attrs={"min": 0, "max": 1, "step": "any", "inputmode": "decimal"}))
     seed = forms.IntegerField(

@@ -12,6 +12,13 @@ expert's limit; and per task, a tier that allows the question's difficulty
 (`project.hard_min_tier`). Among eligible tasks the draw may lean toward the
 expert's strengths (`annotation.assignment.matching`), and at `project.control_rate_pct`
 a lease is a silent control task: a golden task, leased and shown like any other.
+
+Fill order (`project.fill_order`): by default the draw looks first among the open tasks
+that already have a submission or a live lease (`live_count > 0`, a ring of its own:
+`task_started_ring_idx`), at random among them, and among all open tasks only when none
+of those is left for the expert; "spread evenly" skips that first step. Either way the
+expert never chooses, nobody chooses the panel, and the distinctness and overlap rules
+above hold (the database enforces them).
 """
 import logging
 import random
@@ -26,7 +33,7 @@ from annotation.assignment.selectors import difficulties_for, week_start
 from annotation.calibration.selectors import golden_task_ids_seen_in_calibration, golden_usable_tasks
 from annotation.calibration.services import calibration_check
 from annotation.lock_objects import assignment_lock, expert_profile_lock, task_lock, task_lock_or_skip
-from annotation.models import Assignment, Difficulty, Project, Task
+from annotation.models import Assignment, Difficulty, FillOrder, Project, Task
 from annotation.projects.rules import project_check_leasing
 from annotation.selectors import ProjectAccess, rubric_version_current
 from core.error_codes import ErrorCode
@@ -118,6 +125,9 @@ def assignment_claim_next(*, project: Project, expert: User, now: datetime,
     draw takes candidates past random points of the task ring among tasks the expert
     may take and never held, and picks one by matching weight; SKIP LOCKED lets
     concurrent experts pass each other instead of queueing on one row. With
+    `project.fill_order` "finish_started" (the default) the candidates come from the
+    tasks someone already started while any is left for the expert, so panels complete
+    one after another; "spread_evenly" draws from every open task alike. With
     probability `project.control_rate_pct` % the lease is a control task instead,
     when one is left for the expert; a control task is only handed out while regular
     work is left, so the end of a project looks the same to everyone.
@@ -149,16 +159,26 @@ def assignment_claim_next(*, project: Project, expert: User, now: datetime,
             return None
         top = found
         first_tasks = tasks.filter(priority=top)
+    # Finish started tasks first: the open tasks someone started (a submission or a live lease)
+    # are drawn from first, by the same ring walk, and the rest only when none is left.
+    pools = [first_tasks]
+    if project.fill_order == FillOrder.FINISH_STARTED:
+        pools.insert(0, first_tasks.filter(live_count__gt=0))
     strengths = matching.expert_strengths(profile, expert)
     draws = matching.CANDIDATES if strengths else 1
     want_control = rng.random() * 100 < project.control_rate_pct
     for _attempt in range(DRAW_ATTEMPTS):
         with transaction.atomic():
             candidates: list[Task] = []
-            for _draw in range(draws):
-                task = _draw_candidate(tasks=first_tasks, start=rng.randrange(RING_SIZE))
-                if task is not None and all(task.pk != c.pk for c in candidates):
-                    candidates.append(task)
+            for pool in pools:
+                for _draw in range(draws):
+                    task = _draw_candidate(tasks=pool, start=rng.randrange(RING_SIZE))
+                    if task is None:
+                        break  # the walk went round the whole pool: nothing in it is free
+                    if all(task.pk != c.pk for c in candidates):
+                        candidates.append(task)
+                if candidates:
+                    break
             if not candidates and top > 0:
                 # Every task of the top priority is locked by concurrent claims right now (they
                 # are being leased): the expert takes one of the rest rather than waiting.

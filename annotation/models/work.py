@@ -68,6 +68,13 @@ class Task(models.Model):
                 condition=Q(status="open"),
                 name="task_open_priority_ring_idx",
             ),
+            # "Finish started tasks first": the draw walks the ring of the open tasks someone started
+            # (a submission or a live lease), which stays small however large the project.
+            models.Index(
+                fields=["project", "rubric_version", "shuffle_key"],
+                condition=Q(status="open", live_count__gt=0),
+                name="task_started_ring_idx",
+            ),
             models.Index(fields=["project", "status"], name="task_project_status_idx"),
             # The PM's board pages through a project's tasks in id order (keyset paging).
             models.Index(fields=["project", "id"], name="task_project_id_idx"),

@@ -52,6 +52,8 @@ EXPIRE_BATCH = 50
 
 def free_slot(task: Task) -> int:
     """The lowest slot number without a live assignment (the task row must be locked)."""
+    if task.live_count == 0:
+        return 1  # live_count counts the live assignments (kept in step under the task's lock)
     taken = set(
         Assignment.objects.filter(task=task, status__in=[Assignment.Status.LEASED, Assignment.Status.SUBMITTED])
         .values_list("slot", flat=True)
@@ -168,65 +170,91 @@ def assignment_claim_next(*, project: Project, expert: User, now: datetime,
     draws = matching.CANDIDATES if strengths else 1
     want_control = rng.random() * 100 < project.control_rate_pct
     for _attempt in range(DRAW_ATTEMPTS):
-        with transaction.atomic():
-            candidates: list[Task] = []
-            for pool in pools:
-                for _draw in range(draws):
-                    task = _draw_candidate(tasks=pool, start=rng.randrange(RING_SIZE))
-                    if task is None:
-                        break  # the walk went round the whole pool: nothing in it is free
-                    if all(task.pk != c.pk for c in candidates):
-                        candidates.append(task)
-                if candidates:
-                    break
-            if not candidates and top > 0:
-                # Every task of the top priority is locked by concurrent claims right now (they
-                # are being leased): the expert takes one of the rest rather than waiting.
-                task = _draw_candidate(tasks=tasks, start=rng.randrange(RING_SIZE))
-                candidates = [task] if task is not None else []
-            if candidates:
-                chosen = None
-                if want_control:
-                    chosen = _draw_control(project=project, version=version, expert=expert,
-                                           difficulties=difficulties, rng=rng)
-                if chosen is None:
-                    chosen = matching.candidate_pick(candidates, strengths, rng)
-                try:
-                    with transaction.atomic():
-                        # One expert's claims queue here (a double click, two tabs): the lease
-                        # limit and capacity are counted again under the lock, and a lease the
-                        # other request just took is returned instead of a second one.
-                        expert_profile_lock(expert.pk)
-                        held = (Assignment.objects.filter(expert=expert, task__project=project,
-                                                          status=Assignment.Status.LEASED, expires_at__gt=now)
-                                .order_by("-task__priority", "leased_at").first())
-                        if held is not None:
-                            return held
-                        expert_check_room(profile=profile, expert=expert, now=now)
-                        return _lease(task=chosen, expert=expert, now=now, timeout_s=project.lease_timeout_s)
-                except IntegrityError:
-                    # A concurrent request of the same expert won this task; draw again.
-                    pass
+        try:
+            with transaction.atomic():
+                lease = _draw_and_lease(project=project, version=version, expert=expert, profile=profile,
+                                        pools=pools, tasks=tasks, top=top, draws=draws, strengths=strengths,
+                                        want_control=want_control, difficulties=difficulties, now=now, rng=rng)
+                if lease is not None:
+                    return lease
+        except IntegrityError:
+            # A concurrent request of the same expert won this task; draw again. (One transaction per
+            # attempt, without a savepoint inside: the failed attempt's locks go with it.)
+            pass
         if not tasks.exists():
             return None
         # Every open task was locked by a concurrent claim at that instant: draw again.
     return None
 
 
+def _draw_and_lease(*, project: Project, version: RubricVersion, expert: User, profile: ExpertProfile,
+                    pools: list[QuerySet[Task]], tasks: QuerySet[Task], top: int, draws: int,
+                    strengths: dict[int, float], want_control: bool, difficulties: list[str], now: datetime,
+                    rng: random.Random) -> Assignment | None:
+    """One attempt of the claim, in its transaction: draw candidates, pick one, lease it (None: all locked)."""
+    candidates: list[Task] = []
+    for pool in pools:
+        for _draw in range(draws):
+            task = _draw_candidate(tasks=pool, start=rng.randrange(RING_SIZE))
+            if task is None:
+                break  # the walk went round the whole pool: nothing in it is free
+            if all(task.pk != c.pk for c in candidates):
+                candidates.append(task)
+        if candidates:
+            break
+    if not candidates and top > 0:
+        # Every task of the top priority is locked by concurrent claims right now (they
+        # are being leased): the expert takes one of the rest rather than waiting.
+        task = _draw_candidate(tasks=tasks, start=rng.randrange(RING_SIZE))
+        candidates = [task] if task is not None else []
+    if not candidates:
+        return None
+    chosen = None
+    if want_control:
+        chosen = _draw_control(project=project, version=version, expert=expert, difficulties=difficulties, rng=rng)
+    if chosen is None:
+        chosen = matching.candidate_pick(candidates, strengths, rng)
+    # One expert's claims queue here (a double click, two tabs): the lease limit and capacity
+    # are counted again under the lock, and a lease the other request just took is returned
+    # instead of a second one (looked for only when the expert holds a live lease at all).
+    expert_profile_lock(expert.pk)
+    counts = _room_counts(expert=expert, now=now)
+    if counts["live"]:
+        held = (Assignment.objects.filter(expert=expert, task__project=project, status=Assignment.Status.LEASED,
+                                          expires_at__gt=now).order_by("-task__priority", "leased_at").first())
+        if held is not None:
+            return held
+    expert_check_room(profile=profile, expert=expert, now=now, counts=counts)
+    return _lease(task=chosen, expert=expert, now=now, timeout_s=project.lease_timeout_s)
+
+
+def _room_counts(*, expert: User, now: datetime) -> dict[str, int]:
+    """The expert's live leases and their work submitted this week, in one query.
+
+    Only those rows are read (indexes `assignment_expert_status_idx` and
+    `assignment_expert_week_idx`), never the expert's whole history.
+    """
+    start = week_start(now)
+    live = Q(status=Assignment.Status.LEASED, expires_at__gt=now)
+    week = Q(kind=Assignment.Kind.WORK, submitted_at__gte=start,
+             status__in=[Assignment.Status.SUBMITTED, Assignment.Status.REJECTED])
+    counts = (Assignment.objects.filter(expert=expert).filter(Q(status=Assignment.Status.LEASED)
+                                                             | Q(submitted_at__gte=start))
+              .aggregate(live=Count("pk", filter=live), week=Count("pk", filter=week)))
+    return {name: counts[name] or 0 for name in ("live", "week")}
+
+
 def expert_check_room(*, profile: ExpertProfile, expert: User, now: datetime, adding: int = 1,
-                      name: str | None = None) -> None:
+                      name: str | None = None, counts: dict[str, int] | None = None) -> None:
     """Raise Conflict unless the expert may take `adding` more leases now: under their concurrent-lease
     limit ("lease_limit") and under their weekly capacity ("weekly_capacity"), counting the work
     submitted since the week began (Monday, local time) and the leases running now.
 
     With `name` (a PM assigning by hand), the refusal names the expert instead of addressing them.
-    One query.
+    One query, or none with `counts` (from `_room_counts`) already read.
     """
     start = week_start(now)
-    counts = Assignment.objects.filter(expert=expert).aggregate(
-        live=Count("pk", filter=Q(status=Assignment.Status.LEASED, expires_at__gt=now)),
-        week=Count("pk", filter=Q(kind=Assignment.Kind.WORK, submitted_at__gte=start,
-                                  status__in=[Assignment.Status.SUBMITTED, Assignment.Status.REJECTED])))
+    counts = counts if counts is not None else _room_counts(expert=expert, now=now)
     if counts["live"] + adding > profile.max_concurrent_leases:
         if name is not None:
             raise Conflict(f"{name} holds as many leases as they may.", code=ErrorCode.ASSIGN_LEASE_LIMIT,

@@ -146,10 +146,11 @@ def calibration_check(*, project: Project, expert: User) -> None:
     Calibration gates work once the project has a golden set; from then on the expert
     needs a passed attempt that no rubric change has made stale.
     """
-    if not project_has_golden_set(project):
-        return
+    # The passed attempt first: a calibrated expert (the claim's common case) is through in one query.
     if CalibrationAttempt.objects.filter(project=project, expert=expert,
                                          status=CalibrationAttempt.Status.PASSED).exists():
+        return
+    if not project_has_golden_set(project):
         return
     raise Forbidden("Pass the calibration on the project's current rubric version before taking real tasks.",
                     code=ErrorCode.CALIBRATION_REQUIRED)

@@ -158,6 +158,8 @@ class Assignment(models.Model):
         ]
         indexes = [
             models.Index(fields=["expert", "status"], name="assignment_expert_status_idx"),
+            # The weekly capacity counts the expert's work since Monday, not their whole history.
+            models.Index(fields=["expert", "submitted_at"], name="assignment_expert_week_idx"),
             models.Index(fields=["expires_at"], condition=Q(status="leased"), name="assignment_lease_expiry_idx"),
         ]
 

@@ -23,16 +23,18 @@ pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 # draw (5 here: the ring of started tasks, two half-walks that find none free for this expert, then one
 # query per candidate on the ring of all open tasks); the candidates' dimensions (1); expert profile lock
 # (1); live leases and this week's work (1); INSERT assignment (1); UPDATE task (1); RELEASE (1); the
-# response's rubric items (1) and its draft (1). (The free slot of a started task is one more.)
-CLAIM_API_QUERIES = 24
+# response's rubric items (1); no draft query for a lease this request took. (The free slot of a started
+# task is one more.)
+CLAIM_API_QUERIES = 23
 # The service alone: the above less token, project, rubric items and draft (the permissions are asked
 # here, in the service, instead of by the view).
 CLAIM_SERVICE_QUERIES = 20
 # submit through the API: token + user (1); idempotency key lookup (1); the assignment with its task,
-# response, question, version, project (1); rubric items (1); SAVEPOINT (1); task lock (1); assignment
-# lock (1); INSERT labels (1); the expert's tier (1); UPDATE assignment (1); DELETE draft (1); UPDATE task
-# (1); consensus already written? (1); RELEASE (1); SAVEPOINT, INSERT idempotency record, RELEASE (3).
-SUBMIT_API_QUERIES = 17
+# response, question, version, project and the expert's profile, for their tier (1); rubric items (1);
+# SAVEPOINT (1); task lock (1); assignment lock (1); INSERT labels (1); UPDATE assignment (1); DELETE
+# draft (1); UPDATE task (1); consensus already written? (1); RELEASE (1); SAVEPOINT, INSERT idempotency
+# record, RELEASE (3).
+SUBMIT_API_QUERIES = 16
 
 
 def _client(api, expert):

@@ -53,7 +53,7 @@ class SettingField:
     kind: str  # "int", "text", "tier", "date", "bool" or "choice"
     range: SettingRange | None = None
     quality: bool = False
-    choices: tuple[tuple[str, str], ...] = ()  # a "choice": (value, label)
+    choices: tuple[tuple[str, str | Promise], ...] = ()  # a "choice": (value, label)
 
 
 FIELDS: tuple[SettingField, ...] = (

@@ -57,7 +57,7 @@ def assignment_get_for_expert(user: User, assignment_id) -> Assignment:
     """The expert's own assignment, or NotFound (also for another expert's id)."""
     try:
         return Assignment.objects.select_related(
-            "task__response__question", "task__rubric_version", "task__project"
+            "task__response__question", "task__rubric_version", "task__project", "expert__expert_profile"
         ).get(pk=int(assignment_id), expert=user)
     except (Assignment.DoesNotExist, TypeError, ValueError):
         raise NotFound("No such assignment.") from None

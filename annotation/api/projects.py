@@ -50,6 +50,7 @@ class ProjectOut(serializers.Serializer):
     control_pause_below_pct = serializers.IntegerField()
     control_window = serializers.IntegerField()
     hard_min_tier = serializers.CharField()
+    fill_order = serializers.CharField(help_text="finish_started (tasks others began come first) or spread_evenly")
     tie_extra_experts = serializers.BooleanField(help_text="draw one more expert for a tied item")
     tie_extra_cap = serializers.IntegerField(help_text="most extra experts per task for ties")
     appeal_window_days = serializers.IntegerField(
@@ -89,6 +90,8 @@ def _setting_serializer_field(name: str) -> serializers.Field:
         return serializers.IntegerField(required=False, min_value=field.range.low, max_value=field.range.high)
     if field.kind == "tier":
         return serializers.ChoiceField(choices=Tier.choices, required=False)
+    if field.kind == "choice":
+        return serializers.ChoiceField(choices=list(field.choices), required=False)
     if field.kind == "date":
         return serializers.DateField(required=False, allow_null=True)
     if field.kind == "bool":

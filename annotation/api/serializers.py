@@ -98,6 +98,8 @@ class AssignmentOut(serializers.Serializer):
 
     @extend_schema_field(AssignmentDraftOut)
     def get_draft(self, obj: Assignment) -> dict:
+        if self.context.get("new_lease"):
+            return {"labels": {}, "notes": {}}  # leased by this very request: nothing saved on it yet
         draft = Draft.objects.filter(assignment=obj).first()
         return {"labels": draft.labels, "notes": draft.notes} if draft else {"labels": {}, "notes": {}}
 

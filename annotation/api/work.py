@@ -44,7 +44,9 @@ class NextTaskApi(APIView):
         assignment = assignment_claim_next(project=access.project, expert=request.user, now=now, access=access)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(AssignmentOut(assignment, context={"now": now}).data)
+        # A lease taken by this request starts at `now` (a lease held before started earlier).
+        new_lease = assignment.leased_at == now
+        return Response(AssignmentOut(assignment, context={"now": now, "new_lease": new_lease}).data)
 
 
 class AssignmentDetailApi(APIView):

@@ -31,14 +31,20 @@ them. Matching works inside that draw and never outside the assignment rules:
    distinct experts, and each expert still gets it at most once (database rules).
    An expert with no strength anywhere (no specialties, no golden evidence) draws a
    single candidate: the plain random draw.
+
+The task ring above is the ring of the tasks the project's fill order offers first
+(`annotation.assignment.services`: by default the open tasks someone already started,
+while any is left for the expert); the formula and the bounds hold within it.
 """
 import random
 from collections.abc import Sequence
 
-from annotation.models import Task
-from annotation.quality.portrait import golden_counts_by_dimension
+from django.db.models import Exists, OuterRef, Q, Subquery, Sum
+from django.db.models.functions import Coalesce
+
+from annotation.models import GoldenTally, Task
 from experts.models import ExpertProfile, User
-from rubrics.models import RubricItem
+from rubrics.models import Dimension, RubricItem
 
 CANDIDATES = 3
 BONUS = 3.0
@@ -47,15 +53,29 @@ MIN_GOLDEN_ITEMS = 10
 
 
 def expert_strengths(profile: ExpertProfile, expert: User) -> dict[int, float]:
-    """{dimension id: s(d)} for the dimensions where the expert (`profile` is theirs) has any strength (s > 0)."""
+    """{dimension id: s(d)} for the dimensions where the expert (`profile` is theirs) has any strength (s > 0).
+
+    One query, whatever the expert's history: specialties and the stored golden tally
+    (`annotation.quality.golden_tally`, summed over projects) per dimension.
+    """
+    tally = (GoldenTally.objects.filter(expert_id=expert.pk, dimension_id=OuterRef("pk")).order_by()
+             .values("dimension_id"))
+    specialty = ExpertProfile.specialties.through.objects.filter(expertprofile_id=profile.pk,
+                                                                 dimension_id=OuterRef("pk"))
+    rows = (Dimension.objects.annotate(
+        special=Exists(specialty),
+        total=Coalesce(Subquery(tally.annotate(n=Sum("total")).values("n")[:1]), 0),
+        correct=Coalesce(Subquery(tally.annotate(n=Sum("correct")).values("n")[:1]), 0))
+        .filter(Q(special=True) | Q(total__gte=MIN_GOLDEN_ITEMS))
+        .values_list("pk", "special", "total", "correct"))
     strengths: dict[int, float] = {}
-    for dim_id in profile.specialties.values_list("pk", flat=True):
-        strengths[dim_id] = SPECIALTY_SHARE
-    for dim_id, (total, correct) in golden_counts_by_dimension(expert).items():
+    for dim_id, special, total, correct in rows:
+        strength = SPECIALTY_SHARE if special else 0.0
         if total >= MIN_GOLDEN_ITEMS:
             term = min(1.0, max(0.0, (correct / total - 0.5) / 0.5))
-            if term > 0:
-                strengths[dim_id] = strengths.get(dim_id, 0.0) + (1 - SPECIALTY_SHARE) * term
+            strength += (1 - SPECIALTY_SHARE) * term
+        if strength > 0:
+            strengths[dim_id] = strength
     return strengths
 
 

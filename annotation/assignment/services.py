@@ -12,6 +12,13 @@ expert's limit; and per task, a tier that allows the question's difficulty
 (`project.hard_min_tier`). Among eligible tasks the draw may lean toward the
 expert's strengths (`annotation.assignment.matching`), and at `project.control_rate_pct`
 a lease is a silent control task: a golden task, leased and shown like any other.
+
+Fill order (`project.fill_order`): by default the draw looks first among the open tasks
+that already have a submission or a live lease (`live_count > 0`, a ring of its own:
+`task_started_ring_idx`), at random among them, and among all open tasks only when none
+of those is left for the expert; "spread evenly" skips that first step. Either way the
+expert never chooses, nobody chooses the panel, and the distinctness and overlap rules
+above hold (the database enforces them).
 """
 import logging
 import random
@@ -26,7 +33,7 @@ from annotation.assignment.selectors import difficulties_for, week_start
 from annotation.calibration.selectors import golden_task_ids_seen_in_calibration, golden_usable_tasks
 from annotation.calibration.services import calibration_check
 from annotation.lock_objects import assignment_lock, expert_profile_lock, task_lock, task_lock_or_skip
-from annotation.models import Assignment, Difficulty, Project, Task
+from annotation.models import Assignment, Difficulty, FillOrder, Project, Task
 from annotation.projects.rules import project_check_leasing
 from annotation.selectors import ProjectAccess, rubric_version_current
 from core.error_codes import ErrorCode
@@ -45,6 +52,8 @@ EXPIRE_BATCH = 50
 
 def free_slot(task: Task) -> int:
     """The lowest slot number without a live assignment (the task row must be locked)."""
+    if task.live_count == 0:
+        return 1  # live_count counts the live assignments (kept in step under the task's lock)
     taken = set(
         Assignment.objects.filter(task=task, status__in=[Assignment.Status.LEASED, Assignment.Status.SUBMITTED])
         .values_list("slot", flat=True)
@@ -119,6 +128,9 @@ def assignment_claim_next(*, project: Project, expert: User, now: datetime,
     draw takes candidates past random points of the task ring among tasks the expert
     may take and never held, and picks one by matching weight; SKIP LOCKED lets
     concurrent experts pass each other instead of queueing on one row. With
+    `project.fill_order` "finish_started" (the default) the candidates come from the
+    tasks someone already started while any is left for the expert, so panels complete
+    one after another; "spread_evenly" draws from every open task alike. With
     probability `project.control_rate_pct` % the lease is a control task instead,
     when one is left for the expert; a control task is only handed out while regular
     work is left, so the end of a project looks the same to everyone.
@@ -150,64 +162,100 @@ def assignment_claim_next(*, project: Project, expert: User, now: datetime,
             return None
         top = found
         first_tasks = tasks.filter(priority=top)
+    # Finish started tasks first: the open tasks someone started (a submission or a live lease)
+    # are drawn from first, by the same ring walk, and the rest only when none is left.
+    pools = [first_tasks]
+    if project.fill_order == FillOrder.FINISH_STARTED:
+        pools.insert(0, first_tasks.filter(live_count__gt=0))
     strengths = matching.expert_strengths(profile, expert)
     draws = matching.CANDIDATES if strengths else 1
     want_control = rng.random() * 100 < project.control_rate_pct
     for _attempt in range(DRAW_ATTEMPTS):
-        with transaction.atomic():
-            candidates: list[Task] = []
-            for _draw in range(draws):
-                task = _draw_candidate(tasks=first_tasks, start=rng.randrange(RING_SIZE))
-                if task is not None and all(task.pk != c.pk for c in candidates):
-                    candidates.append(task)
-            if not candidates and top > 0:
-                # Every task of the top priority is locked by concurrent claims right now (they
-                # are being leased): the expert takes one of the rest rather than waiting.
-                task = _draw_candidate(tasks=tasks, start=rng.randrange(RING_SIZE))
-                candidates = [task] if task is not None else []
-            if candidates:
-                chosen = None
-                if want_control:
-                    chosen = _draw_control(project=project, version=version, expert=expert,
-                                           difficulties=difficulties, rng=rng)
-                if chosen is None:
-                    chosen = matching.candidate_pick(candidates, strengths, rng)
-                try:
-                    with transaction.atomic():
-                        # One expert's claims queue here (a double click, two tabs): the lease
-                        # limit and capacity are counted again under the lock, and a lease the
-                        # other request just took is returned instead of a second one.
-                        expert_profile_lock(expert.pk)
-                        held = (Assignment.objects.filter(expert=expert, task__project=project,
-                                                          status=Assignment.Status.LEASED, expires_at__gt=now)
-                                .order_by("-task__priority", "leased_at").first())
-                        if held is not None:
-                            return held
-                        expert_check_room(profile=profile, expert=expert, now=now)
-                        return _lease(task=chosen, expert=expert, now=now, timeout_s=project.lease_timeout_s)
-                except IntegrityError:
-                    # A concurrent request of the same expert won this task; draw again.
-                    pass
+        try:
+            with transaction.atomic():
+                lease = _draw_and_lease(project=project, version=version, expert=expert, profile=profile,
+                                        pools=pools, tasks=tasks, top=top, draws=draws, strengths=strengths,
+                                        want_control=want_control, difficulties=difficulties, now=now, rng=rng)
+                if lease is not None:
+                    return lease
+        except IntegrityError:
+            # A concurrent request of the same expert won this task; draw again. (One transaction per
+            # attempt, without a savepoint inside: the failed attempt's locks go with it.)
+            pass
         if not tasks.exists():
             return None
         # Every open task was locked by a concurrent claim at that instant: draw again.
     return None
 
 
+def _draw_and_lease(*, project: Project, version: RubricVersion, expert: User, profile: ExpertProfile,
+                    pools: list[QuerySet[Task]], tasks: QuerySet[Task], top: int, draws: int,
+                    strengths: dict[int, float], want_control: bool, difficulties: list[str], now: datetime,
+                    rng: random.Random) -> Assignment | None:
+    """One attempt of the claim, in its transaction: draw candidates, pick one, lease it (None: all locked)."""
+    candidates: list[Task] = []
+    for pool in pools:
+        for _draw in range(draws):
+            task = _draw_candidate(tasks=pool, start=rng.randrange(RING_SIZE))
+            if task is None:
+                break  # the walk went round the whole pool: nothing in it is free
+            if all(task.pk != c.pk for c in candidates):
+                candidates.append(task)
+        if candidates:
+            break
+    if not candidates and top > 0:
+        # Every task of the top priority is locked by concurrent claims right now (they
+        # are being leased): the expert takes one of the rest rather than waiting.
+        task = _draw_candidate(tasks=tasks, start=rng.randrange(RING_SIZE))
+        candidates = [task] if task is not None else []
+    if not candidates:
+        return None
+    chosen = None
+    if want_control:
+        chosen = _draw_control(project=project, version=version, expert=expert, difficulties=difficulties, rng=rng)
+    if chosen is None:
+        chosen = matching.candidate_pick(candidates, strengths, rng)
+    # One expert's claims queue here (a double click, two tabs): the lease limit and capacity
+    # are counted again under the lock, and a lease the other request just took is returned
+    # instead of a second one (looked for only when the expert holds a live lease at all).
+    expert_profile_lock(expert.pk)
+    counts = _room_counts(expert=expert, now=now)
+    if counts["live"]:
+        held = (Assignment.objects.filter(expert=expert, task__project=project, status=Assignment.Status.LEASED,
+                                          expires_at__gt=now).order_by("-task__priority", "leased_at").first())
+        if held is not None:
+            return held
+    expert_check_room(profile=profile, expert=expert, now=now, counts=counts)
+    return _lease(task=chosen, expert=expert, now=now, timeout_s=project.lease_timeout_s)
+
+
+def _room_counts(*, expert: User, now: datetime) -> dict[str, int]:
+    """The expert's live leases and their work submitted this week, in one query.
+
+    Only those rows are read (indexes `assignment_expert_status_idx` and
+    `assignment_expert_week_idx`), never the expert's whole history.
+    """
+    start = week_start(now)
+    live = Q(status=Assignment.Status.LEASED, expires_at__gt=now)
+    week = Q(kind=Assignment.Kind.WORK, submitted_at__gte=start,
+             status__in=[Assignment.Status.SUBMITTED, Assignment.Status.REJECTED])
+    counts = (Assignment.objects.filter(expert=expert).filter(Q(status=Assignment.Status.LEASED)
+                                                             | Q(submitted_at__gte=start))
+              .aggregate(live=Count("pk", filter=live), week=Count("pk", filter=week)))
+    return {name: counts[name] or 0 for name in ("live", "week")}
+
+
 def expert_check_room(*, profile: ExpertProfile, expert: User, now: datetime, adding: int = 1,
-                      name: str | None = None) -> None:
+                      name: str | None = None, counts: dict[str, int] | None = None) -> None:
     """Raise Conflict unless the expert may take `adding` more leases now: under their concurrent-lease
     limit ("lease_limit") and under their weekly capacity ("weekly_capacity"), counting the work
     submitted since the week began (Monday, local time) and the leases running now.
 
     With `name` (a PM assigning by hand), the refusal names the expert instead of addressing them.
-    One query.
+    One query, or none with `counts` (from `_room_counts`) already read.
     """
     start = week_start(now)
-    counts = Assignment.objects.filter(expert=expert).aggregate(
-        live=Count("pk", filter=Q(status=Assignment.Status.LEASED, expires_at__gt=now)),
-        week=Count("pk", filter=Q(kind=Assignment.Kind.WORK, submitted_at__gte=start,
-                                  status__in=[Assignment.Status.SUBMITTED, Assignment.Status.REJECTED])))
+    counts = counts if counts is not None else _room_counts(expert=expert, now=now)
     if counts["live"] + adding > profile.max_concurrent_leases:
         if name is not None:
             raise Conflict(f"{name} holds as many leases as they may.", code=ErrorCode.ASSIGN_LEASE_LIMIT,

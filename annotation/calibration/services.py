@@ -40,6 +40,7 @@ from annotation.models import (
     Project,
 )
 from annotation.projects.rules import project_check_leasing
+from annotation.quality.golden_tally import golden_tally_add
 from annotation.selectors import rubric_items_for_task, rubric_version_current
 from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError, Forbidden, NotFound
@@ -145,10 +146,11 @@ def calibration_check(*, project: Project, expert: User) -> None:
     Calibration gates work once the project has a golden set; from then on the expert
     needs a passed attempt that no rubric change has made stale.
     """
-    if not project_has_golden_set(project):
-        return
+    # The passed attempt first: a calibrated expert (the claim's common case) is through in one query.
     if CalibrationAttempt.objects.filter(project=project, expert=expert,
                                          status=CalibrationAttempt.Status.PASSED).exists():
+        return
+    if not project_has_golden_set(project):
         return
     raise Forbidden("Pass the calibration on the project's current rubric version before taking real tasks.",
                     code=ErrorCode.CALIBRATION_REQUIRED)
@@ -327,12 +329,16 @@ def _score(*, attempt: CalibrationAttempt, now: datetime) -> None:
     references = {(r.task_id, r.rubric_item_id): r.value
                   for r in GoldenReference.objects.filter(task__in=attempt.tasks.values("task_id"))}
     total = correct = 0
-    for answer in CalibrationAnswer.objects.filter(attempt=attempt):
-        reference = references.get((answer.task_id, answer.rubric_item_id))
+    by_dimension: dict[int, tuple[int, int]] = {}
+    for task_id, item_id, value, dim_id in CalibrationAnswer.objects.filter(attempt=attempt).values_list(
+            "task_id", "rubric_item_id", "value", "rubric_item__dimension_id"):
+        reference = references.get((task_id, item_id))
         if reference is None:
             continue
         total += 1
-        correct += int(answer.value == reference)
+        correct += int(value == reference)
+        dim_total, dim_correct = by_dimension.get(dim_id, (0, 0))
+        by_dimension[dim_id] = (dim_total + 1, dim_correct + int(value == reference))
     if total == 0:
         raise DomainError("This calibration has no reference labels to score against.", code="no_references")
     score = (Decimal(100 * correct) / Decimal(total)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
@@ -342,6 +348,8 @@ def _score(*, attempt: CalibrationAttempt, now: datetime) -> None:
     attempt.finished_at = now
     attempt.status = Status.PASSED if score >= attempt.threshold_pct else Status.FAILED
     attempt.save(update_fields=["items_total", "items_correct", "score_pct", "finished_at", "status"])
+    # A finished attempt is never scored again (`_require_open`), so its answers count once.
+    golden_tally_add(expert_id=attempt.expert_id, project_id=attempt.project_id, counts=by_dimension)
 
 
 def calibrations_mark_stale(*, project: Project, now: datetime) -> int:

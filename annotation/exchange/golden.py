@@ -31,6 +31,7 @@ from annotation.exchange.jsonl import LineErrors, RowReader, describe, jsonl_obj
 from annotation.lock_objects import project_imports_lock
 from annotation.models import Assignment, AuditAction, GoldenReference, Project, Question, Response, Task
 from annotation.projects.rules import project_check_writable
+from annotation.quality.golden_tally import golden_tally_rebuild
 from annotation.selectors import rubric_version_current
 from core.error_codes import ErrorCode
 from core.errors import DomainError
@@ -170,6 +171,9 @@ def golden_import(*, project: Project, data: bytes, now: datetime, source: str =
             GoldenReference(task=r.task, rubric_item=item, value=value, rationale=rationale, created_at=now)
             for r in rows for item, value, rationale in zip(r.items, r.labels, r.rationales, strict=True)
         )
+        # New references re-score past answers on these tasks, and newly golden tasks turn
+        # their labels into golden evidence: the project's tally is counted again.
+        golden_tally_rebuild(project_id=project.pk)
         audit_record(actor=by, action=AuditAction.GOLDEN_IMPORT, project_id=project.pk, now=now,
                      object_type="annotation.task", object_ids=task_ids,
                      details={"source": source, "tasks": len(rows), "references": len(references),

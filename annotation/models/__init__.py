@@ -16,8 +16,8 @@ from .exports import ExportJob
 from .judge_items import AgreementItemStat, JudgeConfig, JudgeConfigVersion
 from .judging import AgreementReport, JudgeKeyGrant, JudgeLabel, JudgeRun, JudgeTaskResult
 from .library import Case, CaseItem, CaseOutcome, CaseRead, CaseStatus, FaqEntry
-from .project import Difficulty, Project, ProjectSettingChange, ProjectState, Question, Response
-from .quality import CalibrationAnswer, CalibrationAttempt, CalibrationTask, ControlResult, GoldenReference
+from .project import Difficulty, FillOrder, Project, ProjectSettingChange, ProjectState, Question, Response
+from .quality import CalibrationAnswer, CalibrationAttempt, CalibrationTask, ControlResult, GoldenReference, GoldenTally
 from .review import ReviewFlag, SentReminder, SubmissionReturn
 from .roster import Invitation, MembershipEvent
 from .skips import CalibrationDraft, TaskSkip
@@ -66,7 +66,9 @@ __all__ = [
     "CalibrationTask",
     "ControlResult",
     "GoldenReference",
+    "GoldenTally",
     "Difficulty",
+    "FillOrder",
     "Draft",
     "FaqEntry",
     "IdempotencyRecord",

@@ -63,6 +63,16 @@ QUALITY_SETTINGS = (CALIBRATION_THRESHOLD_PCT, CALIBRATION_SIZE, CALIBRATION_RET
                     CONTROL_PAUSE_BELOW_PCT, CONTROL_WINDOW)
 
 
+class FillOrder(models.TextChoices):
+    """How "next task" spreads work over a project's tasks (`annotation.assignment.services`)."""
+
+    # Tasks someone already started (a submission or a live lease) are drawn first, so panels
+    # complete and consensus arrives steadily; random among equals, so nobody picks the panel.
+    FINISH_STARTED = "finish_started", _("Finish started tasks first")
+    # Every open task equally likely: work spreads thinly and tasks complete late.
+    SPREAD_EVENLY = "spread_evenly", _("Spread evenly")
+
+
 class ProjectState(models.TextChoices):
     """Where a project is in its life: only an active one hands out new leases."""
 
@@ -103,6 +113,9 @@ class Project(models.Model):
     hard_min_tier = models.CharField(
         max_length=10, default=Tier.SILVER, choices=Tier.choices,
         help_text=_("Lowest tier that takes hard tasks."))
+    fill_order = models.CharField(
+        max_length=16, choices=FillOrder.choices, default=FillOrder.FINISH_STARTED,
+        help_text=_("Whether experts get tasks others already started first, or any open task at random."))
     # Ties (an even panel split evenly): one more expert is drawn, up to the cap per task.
     tie_extra_experts = models.BooleanField(
         default=True, help_text=_("Draw one more expert for a task whose panel leaves an item tied."))
@@ -219,6 +232,7 @@ class Project(models.Model):
             models.CheckConstraint(condition=Q(judge_agreement_bar_pct__lte=JUDGE_AGREEMENT_BAR_PCT.high),
                                    name="project_judge_bar_range"),
             models.CheckConstraint(condition=Q(state__in=ProjectState.values), name="project_state_known"),
+            models.CheckConstraint(condition=Q(fill_order__in=FillOrder.values), name="project_fill_order_known"),
             models.CheckConstraint(condition=Q(archived_at__isnull=True) | Q(state=ProjectState.CLOSED),
                                    name="project_archived_only_closed"),
         ]

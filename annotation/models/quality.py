@@ -145,3 +145,30 @@ class ControlResult(models.Model):
 
     def __str__(self) -> str:
         return f"control {self.items_correct}/{self.items_total} (assignment {self.assignment_id})"
+
+
+class GoldenTally(models.Model):
+    """An expert's golden evidence in one dimension of one project: items answered and answered right.
+
+    Kept in step with the work, in the transaction that records each golden result
+    (`annotation.quality.golden_tally`): a control-task submission, a scored calibration;
+    a return or a new set of references recounts the rows it touches. So matching reads
+    an expert's strengths in one query instead of re-scoring their whole history. It
+    always equals `annotation.quality.portrait.golden_counts_by_dimension` (tests hold it).
+    """
+
+    expert = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey("annotation.Project", on_delete=models.CASCADE, related_name="+")
+    dimension = models.ForeignKey("rubrics.Dimension", on_delete=models.CASCADE, related_name="+")
+    total = models.PositiveIntegerField(default=0)
+    correct = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["expert_id", "project_id", "dimension_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["expert", "project", "dimension"], name="golden_tally_one_per_dimension"),
+            models.CheckConstraint(condition=Q(correct__lte=F("total")), name="golden_tally_correct_within_total"),
+        ]
+
+    def __str__(self) -> str:
+        return f"golden {self.correct}/{self.total} of {self.expert_id} in dimension {self.dimension_id}"

@@ -68,6 +68,13 @@ class Task(models.Model):
                 condition=Q(status="open"),
                 name="task_open_priority_ring_idx",
             ),
+            # "Finish started tasks first": the draw walks the ring of the open tasks someone started
+            # (a submission or a live lease), which stays small however large the project.
+            models.Index(
+                fields=["project", "rubric_version", "shuffle_key"],
+                condition=Q(status="open", live_count__gt=0),
+                name="task_started_ring_idx",
+            ),
             models.Index(fields=["project", "status"], name="task_project_status_idx"),
             # The PM's board pages through a project's tasks in id order (keyset paging).
             models.Index(fields=["project", "id"], name="task_project_id_idx"),
@@ -151,6 +158,8 @@ class Assignment(models.Model):
         ]
         indexes = [
             models.Index(fields=["expert", "status"], name="assignment_expert_status_idx"),
+            # The weekly capacity counts the expert's work since Monday, not their whole history.
+            models.Index(fields=["expert", "submitted_at"], name="assignment_expert_week_idx"),
             models.Index(fields=["expires_at"], condition=Q(status="leased"), name="assignment_lease_expiry_idx"),
         ]
 

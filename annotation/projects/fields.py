@@ -33,6 +33,7 @@ from annotation.models.project import (
     REMIND_LEASE_MINUTES,
     REVIEW_RUN_LENGTH,
     TIE_EXTRA_CAP,
+    FillOrder,
     SettingRange,
 )
 from core.error_codes import ErrorCode
@@ -49,9 +50,10 @@ class SettingField:
 
     name: str
     label: Promise
-    kind: str  # "int", "text", "tier", "date" or "bool"
+    kind: str  # "int", "text", "tier", "date", "bool" or "choice"
     range: SettingRange | None = None
     quality: bool = False
+    choices: tuple[tuple[str, str | Promise], ...] = ()  # a "choice": (value, label)
 
 
 FIELDS: tuple[SettingField, ...] = (
@@ -60,6 +62,7 @@ FIELDS: tuple[SettingField, ...] = (
     SettingField("overlap", _("Overlap (experts per task)"), "int", OVERLAP),
     SettingField("lease_timeout_s", _("Lease timeout (seconds)"), "int", LEASE_TIMEOUT_S),
     SettingField("due_date", _("Due date"), "date"),
+    SettingField("fill_order", _("Fill order"), "choice", choices=tuple(FillOrder.choices)),
     SettingField("judge_agreement_bar_pct", _("Judge agreement bar (%)"), "int", JUDGE_AGREEMENT_BAR_PCT),
     SettingField("tie_extra_experts", _("Draw an extra expert for ties"), "bool"),
     SettingField("tie_extra_cap", _("Most extra experts per task"), "int", TIE_EXTRA_CAP),
@@ -157,6 +160,10 @@ def _clean_one(field: SettingField, value: Any) -> tuple[Any, dict[str, Any] | N
         return None, _error(field, ErrorCode.SETTING_CHOICE)
     if field.kind == "tier":
         if isinstance(value, str) and value in Tier.values:
+            return value, None
+        return None, _error(field, ErrorCode.SETTING_CHOICE)
+    if field.kind == "choice":
+        if isinstance(value, str) and value in {choice for choice, _label in field.choices}:
             return value, None
         return None, _error(field, ErrorCode.SETTING_CHOICE)
     # A date: empty clears it; otherwise YYYY-MM-DD exactly.

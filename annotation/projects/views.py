@@ -99,6 +99,8 @@ def _history_rows(project: Project) -> list[dict[str, Any]]:
             return str(_("on") if value == "True" else _("off"))
         if name == "hard_min_tier":
             return str(tiers.get(value, value))
+        if BY_NAME.get(name) is not None and BY_NAME[name].kind == "choice":
+            return str(dict(BY_NAME[name].choices).get(value, value))
         if name == "state":
             return str(states.get(value, value))
         if name == "archived":
@@ -126,6 +128,7 @@ def _settings_context(project: Project, *, posted: Any = None, **extra: Any) -> 
     review_switches = ("review_repeated_notes", "remind_lease_expiring", "alert_quality", "alert_deadline_risk")
     review_numbers = ("min_seconds_per_item", "review_run_length", "remind_lease_minutes", "remind_idle_days")
     return {"project": project, "tiers": Tier.choices, "history": _history_rows(project),
+            "fill_orders": BY_NAME["fill_order"].choices,
             "consult_switches": [(name, text, form[name] in (True, "on")) for name, text in switches],
             "review_switches": [(name, setting_label(name), form[name] in (True, "on")) for name in review_switches],
             "review_numbers": [(name, setting_label(name), form[name], BY_NAME[name].range)

@@ -22,6 +22,7 @@ from django.urls import reverse
 from annotation.audit.services import audit_record
 from annotation.lock_objects import expert_profile_lock
 from annotation.models import Assignment, AuditAction, ControlResult, GoldenReference, Project, Task
+from annotation.quality.golden_tally import golden_tally_add
 from annotation.selectors import project_expert_get, project_managers
 from core.errors import NotFound
 from experts.models import ExpertProfile, User
@@ -70,12 +71,19 @@ def control_record(*, assignment: Assignment, task: Task, values: dict[int, int]
 
     Runs inside the submission's transaction, so the score and any pause commit with the labels.
     """
-    references = dict(GoldenReference.objects.filter(task=task).values_list("rubric_item_id", "value"))
-    scored = [(value, references[item_id]) for item_id, value in values.items() if item_id in references]
+    references = {item_id: (value, dim_id) for item_id, value, dim_id in GoldenReference.objects.filter(task=task)
+                  .values_list("rubric_item_id", "value", "rubric_item__dimension_id")}
+    scored = [(value, *references[item_id]) for item_id, value in values.items() if item_id in references]
     result = ControlResult.objects.create(
         assignment=assignment, expert_id=assignment.expert_id, project_id=task.project_id,
-        items_total=len(scored), items_correct=sum(1 for v, r in scored if v == r), scored_at=now)
+        items_total=len(scored), items_correct=sum(1 for v, r, _d in scored if v == r), scored_at=now)
     _pause_if_below(project=task.project, expert_id=assignment.expert_id, now=now)
+    by_dimension: dict[int, tuple[int, int]] = {}
+    for value, reference, dim_id in scored:
+        total, correct = by_dimension.get(dim_id, (0, 0))
+        by_dimension[dim_id] = (total + 1, correct + int(value == reference))
+    # After the profile lock (the tally rows come last in the lock order).
+    golden_tally_add(expert_id=assignment.expert_id, project_id=task.project_id, counts=by_dimension)
     return result
 
 

@@ -90,22 +90,43 @@ def _reference() -> Subquery:
                     .values("value")[:1])
 
 
+def _golden_sources(expert_ids: Iterable[int] | None, projects,
+                    control_before: datetime | None = None) -> tuple[QuerySet, QuerySet]:
+    """The golden evidence: control-task labels and answers of scored calibrations, each with a project key."""
+    control = _scope(Label.objects.filter(assignment__kind=Assignment.Kind.WORK, task__is_golden=True),
+                     "task__project", projects).annotate(expert_key=F("assignment__expert_id"),
+                                                         project_key=F("task__project_id"))
+    calibration = _scope(CalibrationAnswer.objects.filter(attempt__finished_at__isnull=False),
+                         "attempt__project", projects).annotate(expert_key=F("attempt__expert_id"),
+                                                                project_key=F("attempt__project_id"))
+    if expert_ids is not None:
+        control = control.filter(assignment__expert_id__in=expert_ids)
+        calibration = calibration.filter(attempt__expert_id__in=expert_ids)
+    if control_before is not None:
+        control = control.filter(assignment__submitted_at__lt=control_before)
+    return control, calibration
+
+
+def golden_counts_grouped(expert_ids: Iterable[int] | None, projects, *keys: str,
+                          control_before: datetime | None = None) -> dict[tuple, tuple[int, int]]:
+    """{(key values..., dimension id): (golden items answered, answered right)}, grouped by `keys`
+    ("expert_key", "project_key"), over control tasks and scored calibrations. Two queries."""
+    counts: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
+    for qs in _golden_sources(expert_ids, projects, control_before):
+        rows = (qs.annotate(ref=_reference()).filter(ref__isnull=False).values(*keys, DIMENSION_KEY)
+                .annotate(total=Count("pk"), correct=Count("pk", filter=Q(value=F("ref")))).order_by())
+        for row in rows:
+            key = (*(row[k] for k in keys), row[DIMENSION_KEY])
+            counts[key][0] += row["total"]
+            counts[key][1] += row["correct"]
+    return {key: (total, correct) for key, (total, correct) in counts.items()}
+
+
 def golden_counts_by_dimension(expert: User, projects=None,
                                control_before: datetime | None = None) -> dict[int, tuple[int, int]]:
     """{dimension id: (golden items answered, answered right)} over control tasks and scored calibrations."""
-    counts: dict[int, list[int]] = defaultdict(lambda: [0, 0])
-    control = _work_labels(expert, projects).filter(task__is_golden=True)
-    if control_before is not None:
-        control = control.filter(assignment__submitted_at__lt=control_before)
-    calibration = _scope(CalibrationAnswer.objects.filter(attempt__expert=expert, attempt__finished_at__isnull=False),
-                         "attempt__project", projects)
-    for qs in (control, calibration):
-        rows = (qs.annotate(ref=_reference()).filter(ref__isnull=False).values(DIMENSION_KEY)
-                .annotate(total=Count("pk"), correct=Count("pk", filter=Q(value=F("ref")))).order_by())
-        for row in rows:
-            counts[row[DIMENSION_KEY]][0] += row["total"]
-            counts[row[DIMENSION_KEY]][1] += row["correct"]
-    return {dim: (total, correct) for dim, (total, correct) in counts.items()}
+    grouped = golden_counts_grouped([expert.pk], projects, control_before=control_before)
+    return {dim: counts for (dim,), counts in grouped.items()}
 
 
 def _peer_counts_by_dimension(expert: User, projects) -> dict[int, tuple[int, int]]:

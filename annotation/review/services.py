@@ -15,6 +15,7 @@ from annotation.audit.services import audit_record
 from annotation.lock_objects import assignment_lock, task_lock
 from annotation.models import Assignment, AuditAction, Draft, Label, Project, ReviewFlag, SubmissionReturn, Task
 from annotation.projects.rules import project_check_writable
+from annotation.quality.golden_tally import golden_tally_rebuild
 from annotation.review.rejecting import review_rejecter
 from annotation.selectors import rubric_items_for_task
 from annotation.submission.consensus import consensus_compute, tie_slot_add
@@ -118,7 +119,10 @@ def submission_return(*, actor: User, project: Project, assignment_id, comment, 
         task.status = Task.Status.FULL if task.live_count >= task.overlap else Task.Status.OPEN
         task.completed_at = None
         task.save(update_fields=["submitted_count", "status", "completed_at"])
-        if not task.is_golden:
+        if task.is_golden:
+            # A control task's labels left: its golden evidence leaves the expert's tally too.
+            golden_tally_rebuild(project_id=task.project_id, expert_ids=[locked.expert_id])
+        else:
             consensus_compute(task=task, now=now)
             task_send_on_commit("annotation.agreement_report_request", project_id=task.project_id)
         closed = _close(locked, status=ReviewFlag.Status.RETURNED, by=actor, now=now)
@@ -187,7 +191,9 @@ def submission_returns_lapse(*, now: datetime) -> int:
                 task.status = Task.Status.COMPLETE
                 task.completed_at = now
             task.save(update_fields=["submitted_count", "status", "completed_at"])
-            if not task.is_golden:
+            if task.is_golden:
+                golden_tally_rebuild(project_id=task.project_id, expert_ids=[assignment.expert_id])
+            else:
                 records = consensus_compute(task=task, now=now)
                 if complete:
                     tie_slot_add(task=task, records=records)

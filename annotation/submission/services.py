@@ -51,8 +51,11 @@ def draft_save(*, expert: User, assignment_id, labels, notes=None, now: datetime
 
 
 def _current_tier(expert: User) -> str:
-    profile = ExpertProfile.objects.filter(user=expert).only("tier").first()
-    return profile.tier if profile else ""
+    # The expert's profile comes with the assignment (`assignment_get_for_expert`) when it has one.
+    try:
+        return expert.expert_profile.tier
+    except ExpertProfile.DoesNotExist:
+        return ""
 
 
 def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datetime) -> SubmitResult:
@@ -63,6 +66,7 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
     written in the same transaction when this is its last submission.
     """
     assignment = assignment_get_for_expert(expert, assignment_id)
+    tier = _current_tier(assignment.expert)
     # A paused project still takes the submission of a lease it handed out; a closed one is read-only.
     project_check_writable(assignment.task.project)
     items = rubric_items_for_task(assignment.task)
@@ -98,7 +102,7 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
         )
         assignment.status = Assignment.Status.SUBMITTED
         assignment.submitted_at = now
-        assignment.tier_at_submission = _current_tier(expert)
+        assignment.tier_at_submission = tier
         assignment.save(update_fields=["status", "submitted_at", "tier_at_submission"])
         Draft.objects.filter(assignment=assignment).delete()
         task.submitted_count += 1

@@ -6,7 +6,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.assignment.services import assignment_claim_next, leases_expire
-from annotation.models import Assignment, Task
+from annotation.models import Assignment, FillOrder, Project, Task
 from annotation.services import project_add_member
 from core.errors import Forbidden
 from experts.models import ExpertProfile
@@ -80,14 +80,27 @@ def test_non_members_and_paused_experts_get_a_reason_not_a_task():
     assert Assignment.objects.count() == 0
 
 
-def test_draws_are_spread_over_the_tasks():
+def test_spread_evenly_draws_are_spread_over_the_tasks():
     project = make_project_with_tasks(n_questions=40, items_per_question=1)
+    Project.objects.filter(pk=project.pk).update(fill_order=FillOrder.SPREAD_EVENLY)
+    project.refresh_from_db()
     experts = _experts(project, 30)
     now = timezone.now()
 
     picked = [assignment_claim_next(project=project, expert=e, now=now).task_id for e in experts]
 
     assert len(set(picked)) >= 12
+
+
+def test_by_default_started_tasks_fill_up_before_new_ones_are_begun():
+    project = make_project_with_tasks(n_questions=40, items_per_question=1)
+    experts = _experts(project, 30)
+    now = timezone.now()
+
+    picked = [assignment_claim_next(project=project, expert=e, now=now).task_id for e in experts]
+
+    assert len(set(picked)) == 10
+    assert Task.objects.filter(project=project, status="full").count() == 10
 
 
 def test_the_database_refuses_a_second_assignment_of_one_expert_on_one_task():

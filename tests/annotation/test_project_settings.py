@@ -128,3 +128,25 @@ def test_a_help_text_that_states_a_range_states_the_models(setting, language):
         help_text = str(Project._meta.get_field(setting.name).help_text)
 
     assert f"{setting.low}–{setting.high}" in help_text
+
+
+def test_the_fill_order_is_a_setting_of_the_settings_page_and_the_api(client, api):
+    pm = PMFactory()
+    project = make_project_with_tasks(n_questions=1, pm=pm)
+    client.force_login(pm)
+    token, _ = Token.objects.get_or_create(user=pm)
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+
+    page = client.get(f"/projects/{project.pk}/settings/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    saved = client.post(f"/projects/{project.pk}/settings/", {"fill_order": "spread_evenly"})
+    after_page = Project.objects.get(pk=project.pk).fill_order
+    refused = client.post(f"/projects/{project.pk}/settings/", {"fill_order": "by_hand"})
+    refused_api = api.patch(f"/api/v1/projects/{project.pk}/", {"fill_order": "by_hand"}, format="json")
+    patched = api.patch(f"/api/v1/projects/{project.pk}/", {"fill_order": "finish_started"}, format="json")
+
+    assert 'name="fill_order"' in page and "Finish started tasks first" in page
+    assert saved.status_code in (200, 302) and after_page == "spread_evenly"
+    assert refused.status_code == 422
+    assert refused_api.status_code == 400
+    assert patched.status_code == 200 and patched.json()["fill_order"] == "finish_started"
+    assert Project.objects.get(pk=project.pk).fill_order == "finish_started"

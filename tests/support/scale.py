@@ -1,0 +1,80 @@
+"""Projects at real scale, built with bulk_create: tens of thousands of tasks in seconds."""
+import random
+from datetime import timedelta
+
+from django.utils import timezone
+
+from annotation.exchange.golden import golden_import
+from annotation.models import Assignment, CalibrationTask, GoldenReference, Label, Project, Question, Response, Task
+from annotation.quality.golden_tally import golden_tally_rebuild
+from experts.models import User
+from rubrics.models import RubricItem, RubricVersion
+from tests.factories import make_project_with_tasks
+from tests.support.quality import calibrated, golden_file
+
+BATCH = 5000
+
+
+def project_at_scale(*, tasks: int, questions: int = 20, items: int = 3, overlap: int = 3,
+                     seed: int = 14, **settings) -> Project:
+    """A published project with `tasks` open regular tasks: `questions` questions of `items` rubric items,
+    each answered by many models (one response and task per model)."""
+    rng = random.Random(seed)
+    project = make_project_with_tasks(n_questions=questions, items_per_question=items, overlap=overlap)
+    if settings:
+        Project.objects.filter(pk=project.pk).update(**settings)
+        project.refresh_from_db()
+    version = RubricVersion.objects.get(rubric=project.rubric, number=1)
+    found = list(Question.objects.filter(project=project).order_by("pk"))
+    extra = tasks - len(found)
+    responses = Response.objects.bulk_create(
+        (Response(project=project, question=found[i % len(found)], model_name=f"bulk-model-{i}",
+                  text="听起来你最近压力很大。") for i in range(extra)), batch_size=BATCH)
+    Task.objects.bulk_create(
+        (Task(project=project, response=r, rubric_version=version, overlap=overlap,
+              shuffle_key=rng.getrandbits(62)) for r in responses), batch_size=BATCH)
+    return project
+
+
+def veteran_world(*, tasks: int, labels: int = 4000, golden: int = 200, control: int = 150,
+                  seed: int = 14, **settings) -> tuple[Project, User]:
+    """A project of `tasks` tasks (`golden` of them golden, with references) and a veteran expert of it:
+    a passed calibration, `control` submitted control tasks (a fifth of the items wrong) and regular
+    submissions up to about `labels` labels in all. The history is written with bulk_create (as if
+    submitted over months); the golden tally is counted from it, as the migration's backfill would."""
+    rng = random.Random(seed)
+    project = project_at_scale(tasks=tasks, seed=seed, **settings)
+    golden_tasks = list(Task.objects.filter(project=project).select_related("response__question")
+                        .order_by("pk")[:golden])
+    golden_import(project=project, data=golden_file(project, golden_tasks), now=timezone.now())
+    expert = calibrated(project)
+    seen = set(CalibrationTask.objects.filter(attempt__expert=expert).values_list("task_id", flat=True))
+    items: dict[str, list[RubricItem]] = {}
+    for item in RubricItem.objects.filter(version__rubric=project.rubric).order_by("position"):
+        items.setdefault(item.question_ref, []).append(item)
+    references = {(r.task_id, r.rubric_item_id): r.value for r in GoldenReference.objects.filter(task__project=project)}
+    controls = [t for t in golden_tasks if t.pk not in seen][:control]
+    per_task = len(next(iter(items.values())))
+    regular_n = max(0, (labels - len(seen) * per_task - len(controls) * per_task) // per_task)
+    regular = list(Task.objects.filter(project=project, is_golden=False).select_related("response__question")
+                   .order_by("shuffle_key")[:regular_n])
+    start = timezone.now() - timedelta(days=120)
+    worked = controls + regular
+    assignments = Assignment.objects.bulk_create(
+        (Assignment(task=t, expert=expert, slot=1, status=Assignment.Status.SUBMITTED, kind=Assignment.Kind.WORK,
+                    leased_at=start + timedelta(minutes=10 * n), expires_at=start + timedelta(minutes=10 * n + 45),
+                    submitted_at=start + timedelta(minutes=10 * n + 5), tier_at_submission="bronze")
+         for n, t in enumerate(worked)), batch_size=BATCH)
+    rows = []
+    for assignment, task in zip(assignments, worked, strict=True):
+        for item in items[task.response.question.external_id]:
+            reference = references.get((task.pk, item.pk))
+            if reference is not None:
+                value = reference if rng.random() < 0.8 else 1 - reference
+            else:
+                value = rng.randint(0, 1)
+            rows.append(Label(assignment=assignment, task=task, rubric_item=item, value=value))
+    Label.objects.bulk_create(rows, batch_size=BATCH)
+    Task.objects.filter(pk__in=[t.pk for t in worked]).update(live_count=1, submitted_count=1)
+    golden_tally_rebuild(project_id=project.pk)
+    return project, expert

@@ -121,7 +121,7 @@ def test_the_migration_backfills_the_tally_from_the_history(world):
     _control_leases(first, weak, 1, rng)
     expected = {e.pk: _stored(e) for e in (good, weak)}
     GoldenTally.objects.all().delete()
-    migration = importlib.import_module("annotation.migrations.0032_golden_tally")
+    migration = importlib.import_module("annotation.migrations.0034_golden_tally")
 
     migration.tally_backfill(django_apps, None)
 

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0032_golden_tally'),
+        ('annotation', '0034_golden_tally'),
         ('rubrics', '0004_rubricversion_published_by'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

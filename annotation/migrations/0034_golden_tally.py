@@ -42,7 +42,7 @@ def tally_backfill(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0031_agreement_claim'),
+        ('annotation', '0033_blind_test_convergence'),
         ('rubrics', '0004_rubricversion_published_by'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

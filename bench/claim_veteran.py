@@ -14,40 +14,20 @@ Prints one JSON line. Usage: .venv/bin/python bench/claim_veteran.py [--tasks 10
 import argparse
 import json
 import os
-import secrets
 import statistics
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-DB_NAME = os.environ.get("BENCH_DB", "rubrica_speed14")
-PG = "postgres://postgres@127.0.0.1:5432"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import assignment as shared  # noqa: E402  (the path above makes the project importable)
+
+shared.DB_NAME = os.environ.get("BENCH_DB", "rubrica_bench_claim")
 
 
 class Rollback(Exception):
     pass
-
-
-def setup_django() -> None:
-    os.environ["DATABASE_URL"] = f"{PG}/{DB_NAME}"
-    for name in ("SECRET_KEY", "RUBRICA_SECRETS_KEY"):
-        os.environ.setdefault(name, secrets.token_urlsafe(48))
-    os.environ["CELERY_TASK_ALWAYS_EAGER"] = "1"
-    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/11")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-
-
-def recreate_database() -> None:
-    import psycopg
-
-    with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DB_NAME}")
 
 
 def old_strengths(profile, expert) -> dict[int, float]:
@@ -91,8 +71,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=25)
     args = parser.parse_args()
 
-    recreate_database()
-    setup_django()
+    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/11")
+    shared.recreate_database()
+    shared.setup_django()
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)

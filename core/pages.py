@@ -16,3 +16,8 @@ def render_page(request: HttpRequest, template: str, fragment: str, context: dic
     response = render(request, name, context, status=status)
     patch_vary_headers(response, ("HX-Request",))
     return response
+
+
+def request_is_english(request: HttpRequest) -> bool:
+    """Whether the page is being rendered in English (else Simplified Chinese)."""
+    return (getattr(request, "LANGUAGE_CODE", "") or "").startswith("en")

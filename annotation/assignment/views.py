@@ -6,14 +6,13 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import prefetch_related_objects
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
-from django_htmx.middleware import HtmxDetails
 
 from annotation.assignment.controls import assignment_extend, assignment_release, assignment_skip
 from annotation.assignment.selectors import (
@@ -29,7 +28,7 @@ from annotation.models import TaskSkip
 from annotation.selectors import assignment_get_for_expert, project_get_for_user
 from core.errors import DomainError, NotFound, error_message
 from core.pages import render_page
-from experts.models import User
+from experts.requests import SignedInRequest
 
 ANNOTATE = "annotation/annotate.html"
 HISTORY = "annotation/history.html"
@@ -37,12 +36,6 @@ SKIPS = "annotation/skips.html"
 UNPROCESSABLE = 422
 HISTORY_PAGE_SIZE = 25
 
-
-class SignedInRequest(HttpRequest):
-    """A request behind `login_required` and django-htmx's middleware, as these views see it."""
-
-    user: User  # type: ignore[assignment]
-    htmx: HtmxDetails
 
 
 def _go(request: SignedInRequest, url: str) -> HttpResponse:

@@ -29,21 +29,10 @@ from annotation.blind_test.services import (
 from annotation.models import BlindTest, BlindTestQuestion, JudgeRun, Project, Question
 from annotation.selectors import project_get_for_user
 from core.errors import DomainError, error_message
-from core.pages import render_page
-from experts.models import User
-
-
-class SignedInRequest(HttpRequest):
-    """What `login_required` lets through: a request whose user is signed in."""
-
-    user: User  # type: ignore[assignment]
-
+from core.pages import render_page, request_is_english
+from experts.requests import SignedInRequest
 
 PAGE = "annotation/blind_test/page.html"
-
-
-def _english(request: HttpRequest) -> bool:
-    return (getattr(request, "LANGUAGE_CODE", "") or "").startswith("en")
 
 
 def _run(project: Project, raw: str | None) -> JudgeRun | None:
@@ -53,7 +42,7 @@ def _run(project: Project, raw: str | None) -> JudgeRun | None:
 def _context(request: HttpRequest, project: Project, run: JudgeRun | None,
              form: BlindTestForm | None = None) -> dict[str, Any]:
     test = blind_test_active(project=project)
-    report = blind_test_report(test=test, run=run, english=_english(request)) if test else None
+    report = blind_test_report(test=test, run=run, english=request_is_english(request)) if test else None
     strata: list[dict[str, Any]] = []
     if test is not None:
         counts: dict[tuple[str, str], int] = {}

@@ -7,7 +7,7 @@ does not exist, for the board and for every task history.
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
@@ -16,16 +16,11 @@ from annotation.board.selectors import STATES, BoardFilters, board_choices, boar
 from annotation.models import Assignment, ItemConsensus
 from annotation.selectors import project_get_for_user
 from core.pages import render_page
-from experts.models import User
+from experts.requests import SignedInRequest
 
 PAGE = "annotation/board/page.html"
 HISTORY = "annotation/board/history.html"
 
-
-class SignedInRequest(HttpRequest):
-    """A request behind `login_required`, as these views see it."""
-
-    user: User  # type: ignore[assignment]
 
 
 def state_names() -> dict[str, str]:

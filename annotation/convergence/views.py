@@ -29,29 +29,18 @@ from annotation.models import JudgeDriftAlert, Project
 from annotation.projects.rules import project_check_writable
 from annotation.selectors import project_get_for_user
 from core.errors import DomainError, error_message
-from core.pages import render_page
-from experts.models import User
-
-
-class SignedInRequest(HttpRequest):
-    """What `login_required` lets through: a request whose user is signed in."""
-
-    user: User  # type: ignore[assignment]
-
+from core.pages import render_page, request_is_english
+from experts.requests import SignedInRequest
 
 PAGE = "annotation/convergence/page.html"
-
-
-def _english(request: HttpRequest) -> bool:
-    return (getattr(request, "LANGUAGE_CODE", "") or "").startswith("en")
 
 
 def _context(request: HttpRequest, project: Project, form: ConvergenceTargetsForm | None = None) -> dict[str, Any]:
     targets = convergence_targets(project=project)
     points = convergence_points(project=project)
-    overall, lines = convergence_lines(points=points, targets=targets, english=_english(request))
+    overall, lines = convergence_lines(points=points, targets=targets, english=request_is_english(request))
     labels = [p.label for p in points]
-    form = form or ConvergenceTargetsForm(english=_english(request), initial={
+    form = form or ConvergenceTargetsForm(english=request_is_english(request), initial={
         "safety_target_pct": f"{targets.safety_pct:g}", "other_target_pct": f"{targets.other_pct:g}",
         "drift_threshold_pct": f"{targets.drift_pct:g}", "safety_dimensions": sorted(targets.safety_codes)})
     return {
@@ -77,7 +66,7 @@ def judge_convergence(request: SignedInRequest, project_id: int) -> HttpResponse
 def judge_convergence_targets(request: SignedInRequest, project_id: int) -> HttpResponse:
     """Store the targets; bad input re-renders the page with each field's message and writes nothing."""
     project = project_get_for_user(request.user, project_id, manage=True)
-    form = ConvergenceTargetsForm(request.POST, english=_english(request))
+    form = ConvergenceTargetsForm(request.POST, english=request_is_english(request))
     if not form.is_valid():
         return render_page(request, PAGE, "targets", _context(request, project, form), status=422)
     data = form.cleaned_data

@@ -37,7 +37,7 @@ from annotation.judging.items import judge_item_get, judge_item_stat, judge_item
 from annotation.models import AgreementItemStat, JudgeConfig, JudgeConfigVersion, JudgeRun, Project
 from annotation.selectors import project_get_for_user
 from core.errors import DomainError, error_message, field_error_message
-from core.pages import render_page
+from core.pages import render_page, request_is_english
 from experts.models import User
 from rubrics.models import Dimension
 
@@ -55,10 +55,6 @@ def _user(request: HttpRequest) -> User:
     if not isinstance(user, User):  # login_required let only signed-in users through
         raise Http404
     return user
-
-
-def _english(request: HttpRequest) -> bool:
-    return (getattr(request, "LANGUAGE_CODE", "") or "").startswith("en")
 
 
 def _run(project: Project, raw: str | None) -> JudgeRun | None:
@@ -94,7 +90,7 @@ def judge_items(request: HttpRequest, project_id: int) -> HttpResponse:
                                "scene": scene, "sort": sort, "page": None, "rows": []}
     if report is not None:
         page = item_stats_page(report, dimension=dimension, scene=scene, sort=sort, page=request.GET.get("page", 1))
-        names = _dimension_names(_english(request))
+        names = _dimension_names(request_is_english(request))
         dims, scenes = item_stats_facets(report)
         query = request.GET.copy()
         query.pop("page", None)
@@ -116,7 +112,7 @@ def _item_context(request: HttpRequest, project: Project, run: JudgeRun, item_id
     item = judge_item_get(project=project, run=run, rubric_item_id=item_id)
     report = agreement_report_latest(project, judge_run_id=run.pk)
     stat = judge_item_stat(report=report, item=item)
-    english = _english(request)
+    english = request_is_english(request)
     return {"project": project, "run": run, "item": item, "stat": stat, "figures": _figures(stat),
             "dimension": item.dimension.name_en if english else item.dimension.name_zh,
             "units": judge_item_units(run=run, item=item), "suggestion_text": item.content, **extra}
@@ -250,8 +246,8 @@ def judge_runs_compare_view(request: HttpRequest, project_id: int) -> HttpRespon
         except DomainError as exc:
             context["error"] = error_message(exc)
         else:
-            names = _dimension_names(_english(request))
-            context.update(comparison=comparison, dimension_names=names, english=_english(request))
+            names = _dimension_names(request_is_english(request))
+            context.update(comparison=comparison, dimension_names=names, english=request_is_english(request))
     elif len(runs) >= 2:
         context.update(a=str(runs[1].pk), b=str(runs[0].pk))
     return render_page(request, COMPARE, "result", context)

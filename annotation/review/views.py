@@ -19,15 +19,10 @@ from annotation.selectors import project_get_for_user
 from core.confirm import Confirmation, confirmation_given, confirmation_page
 from core.errors import DomainError, NotFound, error_message
 from core.pages import render_page
-from experts.models import User
+from experts.requests import SignedInRequest
 
 QUEUE = "annotation/review/queue.html"
 
-
-class SignedInRequest(HttpRequest):
-    """A request behind `login_required`, as these views see it."""
-
-    user: User  # type: ignore[assignment]
 
 
 def _back(request: HttpRequest, project_id: int) -> HttpResponse:

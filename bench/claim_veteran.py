@@ -30,20 +30,6 @@ class Rollback(Exception):
     pass
 
 
-def old_strengths(profile, expert) -> dict[int, float]:
-    """Matching's strengths as computed before the tally: the expert's whole golden history, each claim."""
-    from annotation.assignment import matching
-    from annotation.quality.portrait import golden_counts_by_dimension
-
-    strengths = {d: matching.SPECIALTY_SHARE for d in profile.specialties.values_list("pk", flat=True)}
-    for dim_id, (total, correct) in golden_counts_by_dimension(expert).items():
-        if total >= matching.MIN_GOLDEN_ITEMS:
-            term = min(1.0, max(0.0, (correct / total - 0.5) / 0.5))
-            if term > 0:
-                strengths[dim_id] = strengths.get(dim_id, 0.0) + (1 - matching.SPECIALTY_SHARE) * term
-    return strengths
-
-
 def timed(fn, runs: int) -> tuple[float, int]:
     """Median milliseconds of `fn()` run inside a transaction that is rolled back, and its queries."""
     from django.db import connection, transaction
@@ -85,7 +71,7 @@ def main() -> None:
     from annotation.assignment.services import assignment_claim_next
     from annotation.models import FillOrder, Label, Project
     from experts.models import ExpertProfile
-    from tests.support.scale import veteran_world
+    from tests.support.scale import strengths_from_history, veteran_world
 
     built = time.perf_counter()
     project, expert = veteran_world(tasks=args.tasks, labels=args.labels, control_rate_pct=0)
@@ -99,8 +85,8 @@ def main() -> None:
     rng = random.Random(1)
     result: dict = {"bench": "claim_veteran", "tasks": args.tasks, "veteran_labels": labels,
                     "build_s": round(built_s, 1)}
-    assert old_strengths(profile, expert) == matching.expert_strengths(profile, expert)
-    result["strengths_old_ms"], result["strengths_old_queries"] = timed(lambda: old_strengths(profile, expert),
+    assert strengths_from_history(profile, expert) == matching.expert_strengths(profile, expert)
+    result["strengths_old_ms"], result["strengths_old_queries"] = timed(lambda: strengths_from_history(profile, expert),
                                                                         args.runs)
     result["strengths_new_ms"], result["strengths_new_queries"] = timed(
         lambda: matching.expert_strengths(profile, expert), args.runs)
@@ -112,7 +98,7 @@ def main() -> None:
     new_strengths = matching.expert_strengths
     for order in (FillOrder.FINISH_STARTED, FillOrder.SPREAD_EVENLY):
         Project.objects.filter(pk=project.pk).update(fill_order=order)
-        matching.expert_strengths = old_strengths  # type: ignore[assignment]
+        matching.expert_strengths = strengths_from_history  # type: ignore[assignment]
         result[f"claim_{order}_old_strengths_ms"], _ = timed(claim, args.runs)
         matching.expert_strengths = new_strengths
         result[f"claim_{order}_ms"], result[f"claim_{order}_queries"] = timed(claim, args.runs)

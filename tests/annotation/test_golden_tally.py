@@ -22,6 +22,7 @@ from annotation.submission.services import labels_submit
 from experts.models import ExpertProfile, User
 from rubrics.models import Dimension
 from tests.support.quality import answer_attempt, calibrated, make_golden_project, member
+from tests.support.scale import strengths_from_history
 
 pytestmark = pytest.mark.django_db
 
@@ -46,17 +47,6 @@ def _control_leases(project: Project, expert: User, n: int, rng: random.Random) 
         assert result.created
         done.append((lease, labels))
     return done
-
-
-def _old_strengths(profile: ExpertProfile, expert: User) -> dict[int, float]:
-    """The strengths as matching computed them before the tally: from the whole history."""
-    strengths = {dim_id: matching.SPECIALTY_SHARE for dim_id in profile.specialties.values_list("pk", flat=True)}
-    for dim_id, (total, correct) in golden_counts_by_dimension(expert).items():
-        if total >= matching.MIN_GOLDEN_ITEMS:
-            term = min(1.0, max(0.0, (correct / total - 0.5) / 0.5))
-            if term > 0:
-                strengths[dim_id] = strengths.get(dim_id, 0.0) + (1 - matching.SPECIALTY_SHARE) * term
-    return strengths
 
 
 @pytest.fixture
@@ -141,7 +131,7 @@ def test_matching_strengths_are_the_same_as_from_the_whole_history_in_one_query(
         profile = ExpertProfile.objects.get(user=expert)
         with django_assert_num_queries(1):
             strengths = matching.expert_strengths(profile, expert)
-        assert strengths == pytest.approx(_old_strengths(profile, expert))
+        assert strengths == pytest.approx(strengths_from_history(profile, expert))
     assert matching.expert_strengths(ExpertProfile.objects.get(user=good), good)
 
 

@@ -78,3 +78,18 @@ def veteran_world(*, tasks: int, labels: int = 4000, golden: int = 200, control:
     Task.objects.filter(pk__in=[t.pk for t in worked]).update(live_count=1, submitted_count=1)
     golden_tally_rebuild(project_id=project.pk)
     return project, expert
+
+
+def strengths_from_history(profile, expert: User) -> dict[int, float]:
+    """Matching's strengths as they were computed before the golden tally: from the expert's whole
+    golden history on every claim (the reference the tally's strengths must equal)."""
+    from annotation.assignment import matching
+    from annotation.quality.portrait import golden_counts_by_dimension
+
+    strengths = {dim_id: matching.SPECIALTY_SHARE for dim_id in profile.specialties.values_list("pk", flat=True)}
+    for dim_id, (total, correct) in golden_counts_by_dimension(expert).items():
+        if total >= matching.MIN_GOLDEN_ITEMS:
+            term = min(1.0, max(0.0, (correct / total - 0.5) / 0.5))
+            if term > 0:
+                strengths[dim_id] = strengths.get(dim_id, 0.0) + (1 - matching.SPECIALTY_SHARE) * term
+    return strengths

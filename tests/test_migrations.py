@@ -51,8 +51,9 @@ TRIGGERS = {
                      "payments_payoutbatch_amounts_final"},
     },
     "postgresql": {
-        "rubrics": {"rubrica_item_guard", "rubrica_version_guard",
-                    "rubrica_refuse_published_item()", "rubrica_refuse_published_version()"},
+        "rubrics": {"rubrica_item_guard", "rubrica_item_insert_guard", "rubrica_version_guard",
+                    "rubrica_refuse_published_item()", "rubrica_refuse_published_item_insert()",
+                    "rubrica_refuse_published_version()"},
         "annotation": {"rubrica_assignment_slot_guard", "rubrica_assignment_slot_within_overlap()",
                        "annotation_setting_change_append_only", "annotation_setting_change_refuse_update()",
                        "annotation_auditentry_append_only", "annotation_audit_refuse_change()"},

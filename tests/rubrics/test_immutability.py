@@ -59,3 +59,16 @@ def test_taxonomy_has_fifteen_abilities_under_five_categories_and_one_gate():
     assert set(abilities.values_list("category", flat=True)) == {
         "personality", "emotion", "social", "motivation", "morality"}
     assert Dimension.objects.get(is_gate=True).name_zh == "其他"
+
+
+def test_a_bulk_insert_with_one_item_of_a_published_version_is_refused_whole(published_item):
+    draft = RubricVersionFactory(rubric=published_item.version.rubric, number=2)
+    rows = [RubricItem(version=draft, question_ref=f"q{i}", position=1, item_key=f"q{i}:1",
+                       dimension=published_item.dimension, score=1, content="x") for i in range(50)]
+    rows.insert(25, RubricItem(version=published_item.version, question_ref="q9", position=1, item_key="q9:1",
+                               dimension=published_item.dimension, score=1, content="sneaked in"))
+    with pytest.raises(IntegrityError), transaction.atomic():
+        RubricItem.objects.bulk_create(rows)
+    assert RubricItem.objects.count() == 1
+    RubricItem.objects.bulk_create(rows[:25] + rows[26:])  # the draft alone takes them
+    assert RubricItem.objects.filter(version=draft).count() == 50

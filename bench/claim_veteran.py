@@ -50,6 +50,26 @@ def timed(fn, runs: int) -> tuple[float, int]:
     return round(statistics.median(times), 2), queries
 
 
+def veteran_scratch(*, tasks: int, labels: int, **settings):
+    """A fresh scratch database, migrated, holding `veteran_world`'s project and veteran (ANALYZEd,
+    as autovacuum would after a bulk load: the plans depend on it); returns them and the build time."""
+    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/11")
+    shared.recreate_database()
+    shared.setup_django()
+    from django.core.management import call_command
+    from django.db import connection
+
+    from tests.support.scale import veteran_world
+
+    call_command("migrate", verbosity=0)
+    built = time.perf_counter()
+    project, expert = veteran_world(tasks=tasks, labels=labels, **settings)
+    built_s = time.perf_counter() - built
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    return project, expert, built_s
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=100_000)
@@ -57,12 +77,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=25)
     args = parser.parse_args()
 
-    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/11")
-    shared.recreate_database()
-    shared.setup_django()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    project, expert, built_s = veteran_scratch(tasks=args.tasks, labels=args.labels, control_rate_pct=0)
     import random
 
     from django.utils import timezone
@@ -71,15 +86,8 @@ def main() -> None:
     from annotation.assignment.services import assignment_claim_next
     from annotation.models import FillOrder, Label, Project
     from experts.models import ExpertProfile
-    from tests.support.scale import strengths_from_history, veteran_world
+    from tests.support.scale import strengths_from_history
 
-    built = time.perf_counter()
-    project, expert = veteran_world(tasks=args.tasks, labels=args.labels, control_rate_pct=0)
-    built_s = time.perf_counter() - built
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")  # what autovacuum does after a bulk load; the plans depend on it
     profile = ExpertProfile.objects.get(user=expert)
     labels = Label.objects.filter(assignment__expert=expert).count()
     rng = random.Random(1)

@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import assignment as shared  # noqa: E402  (the path above makes the project importable)
+from bench.claim_veteran import veteran_scratch  # noqa: E402
 
 shared.DB_NAME = os.environ.get("BENCH_DB", "rubrica_bench_follow_ups")
 TARGET_CPU_MS = 5.0
@@ -40,13 +41,8 @@ def main() -> None:
     parser.add_argument("--submissions", type=int, default=40)
     args = parser.parse_args()
 
-    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/11")
-    shared.recreate_database()
-    shared.setup_django()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    from django.db import connection, transaction
+    project, expert, built_s = veteran_scratch(tasks=args.tasks, labels=args.labels, control_rate_pct=10)
+    from django.db import transaction
     from django.utils import timezone
 
     import annotation.submission.services as submission
@@ -54,13 +50,7 @@ def main() -> None:
     from annotation.models import Label, Project
     from annotation.selectors import rubric_items_for_task
     from config.celery import app
-    from tests.support.scale import veteran_world
 
-    built = time.perf_counter()
-    project, expert = veteran_world(tasks=args.tasks, labels=args.labels, control_rate_pct=10)
-    built_s = time.perf_counter() - built
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
     history = Label.objects.filter(assignment__expert=expert).count()
 
     caught: list[tuple[str, dict]] = []

@@ -1,5 +1,7 @@
 """Browser tests: Playwright's sync API driving Debian's Chromium against pytest-django's live server."""
 import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -45,6 +47,40 @@ def page(browser):
     yield page
     context.close()
     assert problems == []
+
+
+def _requests_in_flight() -> int:
+    # The live server (Django's ThreadedWSGIServer) serves each connection on a thread of
+    # its own running socketserver's process_request_thread.
+    return sum(1 for thread in threading.enumerate() if thread.name.endswith("(process_request_thread)"))
+
+
+@pytest.fixture(autouse=True)
+def _server_idle_before_flush(request, transactional_db):
+    """Let the live server finish every request before the database is flushed.
+
+    A page that closes sends its last autosave (annotate.js flushes on `pagehide`), and a
+    test can end with a request still in flight. If the live server is still inside that
+    request's transaction when pytest-django truncates the tables, PostgreSQL sees a
+    deadlock, the flush fails, and the next test starts on the previous one's rows. This
+    fixture depends on `transactional_db`, so its teardown runs before the flush: it closes
+    any browser context a test left open and waits until no request has been in flight for
+    a short quiet window.
+    """
+    yield
+    if "browser" in request.fixturenames:
+        for context in list(request.getfixturevalue("browser").contexts):
+            context.close()
+    deadline = time.monotonic() + 15
+    quiet_since = None
+    while time.monotonic() < deadline:
+        if _requests_in_flight():
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= 0.2:
+            return
+        time.sleep(0.02)
 
 
 @pytest.fixture

@@ -17,7 +17,15 @@ from .judge_items import AgreementItemStat, JudgeConfig, JudgeConfigVersion
 from .judging import AgreementReport, JudgeKeyGrant, JudgeLabel, JudgeRun, JudgeTaskResult
 from .library import Case, CaseItem, CaseOutcome, CaseRead, CaseStatus, FaqEntry
 from .project import Difficulty, FillOrder, Project, ProjectSettingChange, ProjectState, Question, Response
-from .quality import CalibrationAnswer, CalibrationAttempt, CalibrationTask, ControlResult, GoldenReference, GoldenTally
+from .quality import (
+    CalibrationAnswer,
+    CalibrationAttempt,
+    CalibrationTask,
+    ControlResult,
+    GoldenReference,
+    GoldenTally,
+    PeerTally,
+)
 from .review import ReviewFlag, SentReminder, SubmissionReturn
 from .roster import Invitation, MembershipEvent
 from .skips import CalibrationDraft, TaskSkip
@@ -67,6 +75,7 @@ __all__ = [
     "ControlResult",
     "GoldenReference",
     "GoldenTally",
+    "PeerTally",
     "Difficulty",
     "FillOrder",
     "Draft",

@@ -7,6 +7,7 @@ from django.utils import timezone
 from annotation.exchange.golden import golden_import
 from annotation.models import Assignment, CalibrationTask, GoldenReference, Label, Project, Question, Response, Task
 from annotation.quality.golden_tally import golden_tally_rebuild
+from annotation.quality.peer_tally import peer_tally_rebuild
 from experts.models import User
 from rubrics.models import RubricItem, RubricVersion
 from tests.factories import make_project_with_tasks
@@ -41,7 +42,7 @@ def veteran_world(*, tasks: int, labels: int = 4000, golden: int = 200, control:
     """A project of `tasks` tasks (`golden` of them golden, with references) and a veteran expert of it:
     a passed calibration, `control` submitted control tasks (a fifth of the items wrong) and regular
     submissions up to about `labels` labels in all. The history is written with bulk_create (as if
-    submitted over months); the golden tally is counted from it, as the migration's backfill would."""
+    submitted over months); the golden and peer tallies are counted from it, as the migrations' backfills would."""
     rng = random.Random(seed)
     project = project_at_scale(tasks=tasks, seed=seed, **settings)
     golden_tasks = list(Task.objects.filter(project=project).select_related("response__question")
@@ -77,6 +78,7 @@ def veteran_world(*, tasks: int, labels: int = 4000, golden: int = 200, control:
     Label.objects.bulk_create(rows, batch_size=BATCH)
     Task.objects.filter(pk__in=[t.pk for t in worked]).update(live_count=1, submitted_count=1)
     golden_tally_rebuild(project_id=project.pk)
+    peer_tally_rebuild()
     return project, expert
 
 

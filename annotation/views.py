@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotation.assignment.selectors import (
+    TASKS_LEFT_CAP,
     assignment_state,
     expert_work_for_projects,
     lease_clock,
@@ -64,8 +65,17 @@ class ExpertProjectRow:
     project: Project
     submitted: int
     in_progress: int
-    tasks_left: int  # open tasks of the current version they may still take
+    tasks_left: int  # open tasks of the current version they may still take, up to TASKS_LEFT_CAP + 1
     card: HomeCard | None  # tier and calibration standing; None for an expert without a profile
+
+    @property
+    def tasks_left_more(self) -> bool:
+        """More tasks are left than the count goes to: the page says "more than N"."""
+        return self.tasks_left > TASKS_LEFT_CAP
+
+    @property
+    def tasks_left_cap(self) -> int:
+        return TASKS_LEFT_CAP
 
 
 def _expert_rows(user: User, projects: list[Project], now: datetime) -> list[ExpertProjectRow]:

@@ -78,6 +78,9 @@ class Task(models.Model):
             models.Index(fields=["project", "status"], name="task_project_status_idx"),
             # The PM's board pages through a project's tasks in id order (keyset paging).
             models.Index(fields=["project", "id"], name="task_project_id_idx"),
+            # The golden set of a version (calibration readiness on every home page, control draws):
+            # a few hundred tasks, which a scan of the project's 100,000 took 95 ms to find.
+            models.Index(fields=["project", "rubric_version"], condition=Q(is_golden=True), name="task_golden_idx"),
         ]
 
     def __str__(self) -> str:

@@ -169,6 +169,24 @@ def test_filters_narrow_the_list_and_the_counts(client, board_project):
     assert counts == {"open": 0, "in_progress": 0, "tied": 1, "complete": 1, "golden": 0, "skipped": 0}
 
 
+def test_with_more_models_than_a_select_can_hold_the_model_filter_is_a_text_field(client, monkeypatch):
+    from annotation.board import selectors
+
+    pm = PMFactory()
+    project = make_project_with_tasks(n_questions=2, items_per_question=2, overlap=2, models=3, pm=pm)
+    client.force_login(pm)
+    assert client.get(board_url(project)).content.decode().count('<option value="model-') == 3
+    cache.delete(f"board-choices:{project.pk}")
+    monkeypatch.setattr(selectors, "MODEL_CHOICES_MAX", 2)
+
+    html = client.get(board_url(project), {"model": "model-2"}).content.decode()
+
+    assert '<option value="model-' not in html
+    assert re.search(r'<input type="text" id="f-model" name="model" value="model-2"', html)
+    expected = list(Task.objects.filter(project=project, response__model_name="model-2").values_list("pk", flat=True))
+    assert sorted(task_ids(html)) == sorted(expected) and expected
+
+
 def test_search_matches_the_final_turn_and_the_dialogue(client, board_project):
     project, pm, tasks, _ = board_project
     question = Question.objects.get(pk=tasks[2].response.question_id)

@@ -361,6 +361,25 @@ def test_the_tasks_left_count_costs_two_queries_for_any_number_of_projects(exper
     assert left == {p.pk: Task.objects.filter(project=p).count() for p in projects}
 
 
+def test_past_the_cap_the_home_page_says_more_than_the_cap(client, expert, project, monkeypatch):
+    from annotation.assignment import selectors
+
+    open_tasks = Task.objects.filter(project=project, is_golden=False).count()
+    assert open_tasks >= 3
+    monkeypatch.setattr(selectors, "TASKS_LEFT_CAP", 2)
+    monkeypatch.setattr("annotation.views.TASKS_LEFT_CAP", 2)
+    other = make_project_with_tasks(n_questions=2)
+    project_add_member(project=other, user=expert)
+    client.force_login(expert)
+
+    left = tasks_left_for_projects(expert, [project, other])
+    body = client.get("/").content.decode()
+
+    assert left == {project.pk: 3, other.pk: 2}  # the cap plus one says "more"; under it, exact
+    shown = [part.split("<")[0] for part in body.split("Tasks left for you</dt><dd>")[1:]]
+    assert sorted(shown) == ["2", "more than 2"]
+
+
 def test_the_count_adds_no_query_per_project_to_the_home_page(client, expert, project, monkeypatch):
     for _ in range(3):
         project_add_member(project=make_project_with_tasks(n_questions=2), user=expert)

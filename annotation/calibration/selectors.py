@@ -1,5 +1,5 @@
 """Reads for calibration: the usable golden material and the expert's own attempts."""
-from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models import Count, F, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from annotation.models import CalibrationAttempt, CalibrationDraft, CalibrationTask, GoldenReference, Project, Task
@@ -14,9 +14,13 @@ def golden_usable_tasks(*, project: Project, version: RubricVersion) -> QuerySet
              .order_by().values("version").annotate(n=Count("pk")).values("n"))
     refs = (GoldenReference.objects.filter(task=OuterRef("pk"), rubric_item__version=version)
             .order_by().values("task").annotate(n=Count("pk")).values("n"))
+    # "No item without a reference" as one difference: written as `ref_count = item_count`, the
+    # planner hash-joined the question's subquery against the task's and ran both for every
+    # question x task pair (150 ms for 200 golden tasks of a 100,000-task project, against 7 ms).
     return (Task.objects.filter(project=project, rubric_version=version, is_golden=True)
             .annotate(item_count=Coalesce(Subquery(items), 0), ref_count=Coalesce(Subquery(refs), 0))
-            .filter(item_count__gt=0, ref_count=Subquery(items)))
+            .annotate(missing_refs=F("item_count") - F("ref_count"))
+            .filter(item_count__gt=0, missing_refs=0))
 
 
 def project_has_golden_set(project: Project) -> bool:

@@ -1,10 +1,19 @@
-"""Benchmark: next-task and submit latency through the real HTTP stack, and import speed.
+"""Benchmark: next-task and submit through the real stack, for veteran experts, at 10,000 and 100,000 tasks.
 
-Creates a scratch PostgreSQL database, imports 10,000 HeartBench-shaped questions
-(~100,000 rubric items) with the real importer, gives them responses so there are
-10,000 tasks, serves the platform with gunicorn on loopback and drives it with 1 and 8
-concurrent experts; then grows the pool to 100,000 tasks and measures next-task again.
-Prints one JSON line. Usage: .venv/bin/python bench/assignment.py [--questions N]
+Builds, in a scratch PostgreSQL database, a project of 10 rubric items per task (overlap
+3) and --experts veteran experts with about --labels labels of history each
+(tests/support/scale.py's `veteran_world`); serves it with gunicorn as deployed
+(`platform/gunicorn.conf.py`) beside a Celery worker that consumes the follow-up work each
+submission queues (tier evaluation, earning, review flags, agreement requests) from Redis;
+then drives it with 1, 4 and 8 concurrent experts, --submissions submissions per phase,
+each a next-task and a submit through the token API. Then more models answer the
+questions until the project holds the next size, and the phases run again.
+
+For each phase: next-task and submit p50/p95/p99, submissions per second, the cores the
+web, the worker, PostgreSQL and the client used, their CPU per submission, and how long
+the worker took to drain the queue afterwards; per size, a cProfile of where a claim's and
+a submission's time goes in-process. Prints one JSON line.
+Usage: .venv/bin/python bench/assignment.py [--tasks 10000 100000] [--submissions 300] [--experts 8]
 """
 import argparse
 import json
@@ -25,6 +34,8 @@ HEARTBENCH = ROOT.parent / "shared" / "heartbench" / "question_all.jsonl"
 DB_NAME = "rubrica_bench"
 PG = "postgres://postgres@127.0.0.1:5432"
 PORT = 8765
+# Issue 14, point 4: with 4 concurrent experts, on 10,000 and 100,000 tasks, veterans included.
+TARGETS = {"next_p95_ms_4": 40, "submit_p95_ms_4": 40, "submissions_per_s_4": 70, "largest_vs_smallest": 1.2}
 
 
 def setup_django() -> None:
@@ -73,22 +84,30 @@ def percentiles(samples: list[float]) -> dict:
     return {"p50_ms": pick(0.50), "p95_ms": pick(0.95), "p99_ms": pick(0.99), "n": len(ordered)}
 
 
-def drive(tokens: list[str], project_id: int, rounds: int) -> dict:
-    """Each expert thread loops next-task → submit `rounds` times."""
+def drive(tokens: list[str], project_id: int, submissions: int) -> dict:
+    """`len(tokens)` experts loop next-task -> submit until `submissions` submissions are in, together."""
     next_lat: list[float] = []
     submit_lat: list[float] = []
     lock = threading.Lock()
     errors: list[str] = []
+    left = [submissions]
+
+    def take() -> bool:
+        with lock:
+            if left[0] <= 0:
+                return False
+            left[0] -= 1
+            return True
 
     def worker(token: str) -> None:
         headers = {"Authorization": f"Token {token}"}
         with httpx.Client(base_url=f"http://127.0.0.1:{PORT}", headers=headers, timeout=30) as client:
-            for _ in range(rounds):
+            while take():
                 t0 = time.perf_counter()
                 resp = client.post(f"/api/v1/projects/{project_id}/next-task/")
                 t1 = time.perf_counter()
                 if resp.status_code != 200:
-                    errors.append(f"next-task {resp.status_code}")
+                    errors.append(f"next-task {resp.status_code} {resp.text[:200]}")
                     return
                 lease = resp.json()
                 labels = {item["id"]: random.randint(0, 1) for item in lease["rubric_items"]}
@@ -110,100 +129,247 @@ def drive(tokens: list[str], project_id: int, rounds: int) -> dict:
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - started
-    return {"next_task": percentiles(next_lat), "submit": percentiles(submit_lat),
-            "throughput_loops_per_s": round(len(submit_lat) / elapsed, 1), "errors": errors[:3]}
+    return {"clients": len(tokens), "next_task": percentiles(next_lat), "submit": percentiles(submit_lat),
+            "submissions_per_s": round(len(submit_lat) / elapsed, 1), "seconds": round(elapsed, 1),
+            "errors": errors[:3]}
+
+
+# ---------------------------------------------------------------- CPU of the processes
+
+
+def _cpu_ticks(pid: int) -> int:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def _tree(pid: int) -> list[int]:
+    found, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        found.append(current)
+        try:
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except FileNotFoundError:
+            children = []
+        queue.extend(int(c) for c in children)
+    return found
+
+
+def _postgres_pids() -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() in ("postgres", "postmaster"):
+                    pids.append(int(entry.name))
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                continue
+    return pids
+
+
+class CpuMeter:
+    """CPU seconds of the web (gunicorn tree), the worker (Celery tree), PostgreSQL and this client."""
+
+    def __init__(self, web: int, worker: int) -> None:
+        self.web, self.worker = web, worker
+        self.hz = os.sysconf("SC_CLK_TCK")
+
+    def read(self) -> dict[str, float]:
+        return {"web": sum(map(_cpu_ticks, _tree(self.web))) / self.hz,
+                "worker": sum(map(_cpu_ticks, _tree(self.worker))) / self.hz,
+                "database": sum(map(_cpu_ticks, _postgres_pids())) / self.hz,
+                "client": sum(os.times()[:2])}
+
+
+def measured(meter: CpuMeter, run) -> dict:
+    """Run a phase and add the cores each side used over it (CPU seconds / wall seconds)."""
+    before, started = meter.read(), time.perf_counter()
+    figures = run()
+    after, wall = meter.read(), time.perf_counter() - started
+    figures["cores_used"] = {k: round((after[k] - before[k]) / wall, 2) for k in before}
+    figures["cpu_ms_per_submission"] = {k: round(1000 * (after[k] - before[k]) / max(1, figures["submit"]["n"]), 1)
+                                        for k in ("web", "worker", "database")}
+    return figures
+
+
+def queue_drained(broker: str, timeout_s: float = 120) -> float:
+    """Seconds until the Celery queue on `broker` is empty and stays so (the worker kept up, or caught up)."""
+    import redis
+
+    client = redis.Redis.from_url(broker)
+    started = time.perf_counter()
+    quiet = 0
+    while time.perf_counter() - started < timeout_s:
+        quiet = quiet + 1 if client.llen("celery") == 0 else 0
+        if quiet >= 5:
+            break
+        time.sleep(0.1)
+    return round(time.perf_counter() - started - 0.5, 2)
+
+
+# ------------------------------------------------------------------- profiles
+
+
+def profile_claim_and_submit(project_id: int, expert_id: int, runs: int = 20) -> dict:
+    """Where a claim's and a submission's time goes, in this process (cProfile over `runs` of each)."""
+    import cProfile
+    import pstats
+
+    from django.utils import timezone
+
+    from annotation.assignment.services import assignment_claim_next
+    from annotation.models import Project
+    from annotation.selectors import rubric_items_for_task
+    from annotation.submission.services import labels_submit
+    from experts.models import User
+
+    expert = User.objects.get(pk=expert_id)
+    claim_profile, submit_profile = cProfile.Profile(), cProfile.Profile()
+    for _ in range(runs):
+        project = Project.objects.get(pk=project_id)
+        claim_profile.enable()
+        lease = assignment_claim_next(project=project, expert=expert, now=timezone.now())
+        claim_profile.disable()
+        labels = {item.item_key: random.randint(0, 1) for item in rubric_items_for_task(lease.task)}
+        submit_profile.enable()
+        labels_submit(expert=expert, assignment_id=lease.pk, labels=labels, now=timezone.now())
+        submit_profile.disable()
+
+    def top(profile) -> list[str]:
+        stats = pstats.Stats(profile)
+        rows = []
+        for (path, line, name), (_, _, _, cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]
+            if str(ROOT) in path and ".venv" not in path:
+                rows.append((cumulative, f"{Path(path).relative_to(ROOT)}:{line} {name}"))
+        rows.sort(reverse=True)
+        return [f"{1000 * c / runs:.2f} ms {where}" for c, where in rows[:8]]
+
+    return {"runs": runs, "claim": top(claim_profile), "submit": top(submit_profile)}
+
+
+# ------------------------------------------------------------------------ main
+
+
+def build_world(tasks: int, experts: int, labels: int) -> tuple[int, list[int]]:
+    """The project (10 rubric items per task, overlap 3) and `experts` veteran experts of ~`labels` labels."""
+    from django.core.management import call_command
+    from django.db import connection
+
+    from annotation.models import Assignment
+    from experts.models import ExpertProfile
+    from tests.support.scale import veteran_world
+
+    call_command("migrate", verbosity=0)
+    project, _ = veteran_world(tasks=tasks, labels=labels, items=10, veterans=experts, control_rate_pct=5,
+                               golden=400, control=100)
+    expert_ids = sorted(set(Assignment.objects.filter(task__project=project).values_list("expert_id", flat=True)))
+    # Part-time experts take 200 tasks a week by default; the bench has each take more than that.
+    ExpertProfile.objects.filter(user_id__in=expert_ids).update(weekly_capacity=100_000)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    return project.pk, expert_ids
+
+
+def grow(project_id: int, tasks: int) -> int:
+    """More models answer the questions until the project has `tasks` tasks."""
+    from django.db import connection
+
+    from annotation.models import Project, Question, Response, Task
+    from annotation.selectors import rubric_version_current
+
+    project = Project.objects.get(pk=project_id)
+    version = rubric_version_current(project)
+    questions = list(Question.objects.filter(project=project).order_by("pk"))
+    extra = tasks - Task.objects.filter(project=project).count()
+    rng = random.Random(5)
+    responses = Response.objects.bulk_create(
+        (Response(project=project, question=questions[i % len(questions)], model_name=f"grown-model-{i}",
+                  text="嗯，我听到了。") for i in range(max(0, extra))), batch_size=5000)
+    Task.objects.bulk_create((Task(project=project, response=r, rubric_version=version, overlap=project.overlap,
+                                   shuffle_key=rng.getrandbits(62)) for r in responses), batch_size=5000)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    return Task.objects.filter(project=project).count()
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--questions", type=int, default=10_000)
-    parser.add_argument("--rounds", type=int, default=60)
-    parser.add_argument("--workers", type=int, default=4)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--submissions", type=int, default=300)
+    parser.add_argument("--experts", type=int, default=8)
+    parser.add_argument("--labels", type=int, default=4000, help="each veteran's history, in labels")
     args = parser.parse_args()
 
+    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/12")
     recreate_database()
     setup_django()
-    from django.core.management import call_command
-    from django.utils import timezone
+    from rest_framework.authtoken.models import Token
 
-    call_command("migrate", verbosity=0)
-    from annotation.exchange.questions import questions_import
-    from annotation.exchange.responses import responses_import
-    from annotation.models import Question, Response, Task
-    from annotation.rubric_editing.publishing import tasks_ensure_for_version
-    from annotation.selectors import rubric_version_current
-    from annotation.services import project_add_member, project_create
-    from experts.services import user_create
-    from rubrics.models import RubricItem
+    started = time.perf_counter()
+    project_id, expert_ids = build_world(args.tasks[0], args.experts, args.labels)
+    tokens = [Token.objects.get_or_create(user_id=e)[0].key for e in expert_ids]
+    build_s = round(time.perf_counter() - started, 1)
 
-    project = project_create(name="bench", created_by=None)
-    data = heartbench_shaped(args.questions)
-    t0 = time.perf_counter()
-    questions_import(project=project, data=data, now=timezone.now())
-    import_s = time.perf_counter() - t0
-    items = RubricItem.objects.filter(version__rubric=project.rubric).count()
+    broker = "redis://127.0.0.1:6379/12"
+    import redis
 
-    responses = "\n".join(json.dumps({"question_id": f"bq{i:06d}", "model": "m0", "response": "我在这里陪着你。"},
-                                     ensure_ascii=False) for i in range(args.questions)).encode()
-    t0 = time.perf_counter()
-    responses_import(project=project, data=responses, model=None, now=timezone.now())
-    responses_s = time.perf_counter() - t0
-
-    tokens = []
-    for i in range(8):
-        user, token = user_create(username=f"bench{i}", role="expert", password="bench-pass-123")
-        project_add_member(project=project, user=user)
-        tokens.append(token)
-
-    # The server queues follow-up work (earnings, tier evaluation, agreement) on Redis as in
-    # production, where a Celery worker runs it; the bench measures the request path only.
+    redis.Redis.from_url(broker).flushdb()
     env = {**os.environ, "DATABASE_URL": f"{PG}/{DB_NAME}", "DB_CONN_MAX_AGE": "600", "AXES_ENABLED": "0",
-           "CELERY_TASK_ALWAYS_EAGER": "0", "REDIS_URL": "redis://127.0.0.1:6379/12"}
-    server = subprocess.Popen(
-        [str(ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi:application", "-b", f"127.0.0.1:{PORT}",
-         "-w", str(args.workers), "-k", "gthread", "--threads", "4", "--log-level", "warning"],
-        cwd=ROOT, env=env)
+           "CELERY_TASK_ALWAYS_EAGER": "0", "REDIS_URL": broker, "CELERY_BROKER_URL": broker,
+           "GUNICORN_BIND": f"127.0.0.1:{PORT}"}
+    server = subprocess.Popen([str(ROOT / ".venv" / "bin" / "gunicorn"), "-c", "platform/gunicorn.conf.py",
+                               "config.wsgi:application", "--access-logfile", "/dev/null", "--log-level", "warning"],
+                              cwd=ROOT, env=env)
+    worker = subprocess.Popen([str(ROOT / ".venv" / "bin" / "celery"), "-A", "config", "worker", "--loglevel",
+                               "WARNING", "--concurrency", "2", "--without-gossip", "--without-mingle"],
+                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sizes = []
     try:
-        for _ in range(100):
+        for _ in range(150):
             try:
                 httpx.get(f"http://127.0.0.1:{PORT}/accounts/login/", timeout=5)
                 break
             except httpx.HTTPError:
                 time.sleep(0.2)
-        tasks_10k = Task.objects.filter(project=project).count()
-        one = drive(tokens[:1], project.pk, args.rounds)
-        eight = drive(tokens, project.pk, args.rounds)
-
-        # Grow to ~100,000 tasks: nine more anonymous models answer every question.
-        question_ids = list(Question.objects.filter(project=project).values_list("pk", flat=True))
-        for m in range(1, 10):
-            Response.objects.bulk_create(
-                [Response(project=project, question_id=q, model_name=f"m{m}", text="嗯，我听到了。")
-                 for q in question_ids], batch_size=5000)
-        tasks_ensure_for_version(project=project, version=rubric_version_current(project))
-        tasks_100k = Task.objects.filter(project=project).count()
-        from django.db import connection
-
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
-        eight_100k = drive(tokens, project.pk, args.rounds)
+        meter = CpuMeter(server.pid, worker.pid)
+        for n, tasks in enumerate(args.tasks):
+            if n:
+                tasks = grow(project_id, tasks)
+            size: dict = {"tasks": tasks}
+            for clients in (1, 4, 8):
+                phase = measured(meter, lambda c=clients: drive(tokens[:c], project_id, args.submissions))
+                phase["follow_ups_drained_after_s"] = queue_drained(broker)
+                size[f"clients_{clients}"] = phase
+            size["profile"] = profile_claim_and_submit(project_id, expert_ids[-1])
+            sizes.append(size)
     finally:
         server.terminate()
-        server.wait(timeout=20)
-        import redis
+        worker.terminate()
+        server.wait(timeout=30)
+        worker.wait(timeout=30)
+        redis.Redis.from_url(broker).flushdb()
 
-        redis.Redis.from_url("redis://127.0.0.1:6379/12").flushdb()
+    def figures(size: dict) -> dict:
+        four = size["clients_4"]
+        return {"next_p95_ms_4": four["next_task"].get("p95_ms"), "submit_p95_ms_4": four["submit"].get("p95_ms"),
+                "submissions_per_s_4": four["submissions_per_s"]}
 
+    first, last = figures(sizes[0]), figures(sizes[-1])
     print(json.dumps({
-        "bench": "assignment",
-        "import_questions": {"questions": args.questions, "rubric_items": items, "seconds": round(import_s, 2)},
-        "import_responses": {"responses": args.questions, "seconds": round(responses_s, 2)},
-        "tasks": tasks_10k,
-        "one_expert": one,
-        "eight_experts": eight,
-        "tasks_grown": tasks_100k,
-        "eight_experts_grown": eight_100k,
-        "server": f"gunicorn gthread {args.workers}x4, PostgreSQL",
+        "bench": "assignment", "build_s": build_s, "experts": len(tokens), "veteran_labels_each": args.labels,
+        "submissions_per_phase": args.submissions, "sizes": sizes,
+        "targets": TARGETS,
+        "met": {"next_p95_4_under_40ms": all(figures(s)["next_p95_ms_4"] < 40 for s in sizes),
+                "submit_p95_4_under_40ms": all(figures(s)["submit_p95_ms_4"] < 40 for s in sizes),
+                "submissions_per_s_4_at_least_70": all(figures(s)["submissions_per_s_4"] >= 70 for s in sizes),
+                "largest_within_20pct_of_smallest": all(
+                    last[k] <= 1.2 * first[k] for k in ("next_p95_ms_4", "submit_p95_ms_4"))
+                and last["submissions_per_s_4"] >= 0.8 * first["submissions_per_s_4"]},
+        "stack": "gunicorn -c platform/gunicorn.conf.py (gthread), a Celery worker (concurrency 2) consuming the "
+                 "follow-up work from Redis, PostgreSQL; all on this machine, clients in this process",
     }, ensure_ascii=False))
 
 

@@ -5,11 +5,29 @@ from django.conf import settings
 from django.db import migrations, models
 
 
-def tally_existing_work(apps, schema_editor):
-    """The peer rows of the work submitted before the tally existed (one INSERT ... SELECT)."""
-    from annotation.quality.peer_tally import peer_tally_rebuild
+# The backfill runs the statement of annotation.quality.peer_tally (a migration imports no app
+# code, so it is written out here, on the tables as they are at this migration).
+BACKFILL = (
+    "INSERT INTO annotation_peertally (assignment_id, expert_id, task_id, total, agree) "
+    "SELECT assignment_id, expert_id, task_id, "
+    "SUM(CASE WHEN peer_n > 0 AND 2 * peer_hits <> peer_n THEN 1 ELSE 0 END), "
+    "SUM(CASE WHEN peer_n > 0 AND 2 * peer_hits <> peer_n "
+    "AND value = (CASE WHEN 2 * peer_hits > peer_n THEN 1 ELSE 0 END) THEN 1 ELSE 0 END) "
+    "FROM (SELECT l.assignment_id, a.expert_id, l.task_id, l.value, "
+    "SUM((CASE WHEN a.status <> 'rejected' THEN 1 ELSE 0 END) * l.value) "
+    "OVER (PARTITION BY l.task_id, l.rubric_item_id) "
+    "- (CASE WHEN a.status <> 'rejected' THEN 1 ELSE 0 END) * l.value AS peer_hits, "
+    "SUM(CASE WHEN a.status <> 'rejected' THEN 1 ELSE 0 END) OVER (PARTITION BY l.task_id, l.rubric_item_id) "
+    "- (CASE WHEN a.status <> 'rejected' THEN 1 ELSE 0 END) AS peer_n "
+    "FROM annotation_label l JOIN annotation_assignment a ON a.id = l.assignment_id "
+    "JOIN annotation_task t ON t.id = l.task_id WHERE a.kind = 'work' AND NOT t.is_golden) terms "
+    "WHERE 1 = 1 GROUP BY assignment_id, expert_id, task_id"
+)
 
-    peer_tally_rebuild()
+
+def tally_existing_work(apps, schema_editor):
+    """The peer rows of the work submitted before the tally existed, in one INSERT ... SELECT."""
+    schema_editor.execute(BACKFILL)
 
 
 class Migration(migrations.Migration):

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.apps import apps as django_apps
+from django.db import connection
 from django.db.models import Sum
 from django.utils import timezone
 
@@ -100,7 +101,8 @@ def test_the_migration_backfills_the_tally_from_the_history(team):
     PeerTally.objects.all().delete()
     migration = importlib.import_module("annotation.migrations.0036_peer_tally")
 
-    migration.tally_existing_work(django_apps, None)
+    with connection.schema_editor() as editor:
+        migration.tally_existing_work(django_apps, editor)
 
     assert {e.pk: _stored(e) for e in experts} == expected
     assert all(expected[e.pk] == _recomputed(e) for e in experts)

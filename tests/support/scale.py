@@ -2,6 +2,7 @@
 import random
 from datetime import timedelta
 
+from django.db.models import F
 from django.utils import timezone
 
 from annotation.exchange.golden import golden_import
@@ -38,32 +39,48 @@ def project_at_scale(*, tasks: int, questions: int = 20, items: int = 3, overlap
 
 
 def veteran_world(*, tasks: int, labels: int = 4000, golden: int = 200, control: int = 150,
-                  seed: int = 14, **settings) -> tuple[Project, User]:
+                  seed: int = 14, items: int = 3, veterans: int = 1, **settings) -> tuple[Project, User]:
     """A project of `tasks` tasks (`golden` of them golden, with references) and a veteran expert of it:
     a passed calibration, `control` submitted control tasks (a fifth of the items wrong) and regular
     submissions up to about `labels` labels in all. The history is written with bulk_create (as if
-    submitted over months); the golden and peer tallies are counted from it, as the migrations' backfills would."""
+    submitted over months); the golden and peer tallies are counted from it, as the migrations' backfills
+    would. `veterans` > 1 makes that many such experts, each on tasks of their own; the first is returned."""
     rng = random.Random(seed)
-    project = project_at_scale(tasks=tasks, seed=seed, **settings)
+    project = project_at_scale(tasks=tasks, seed=seed, items=items, **settings)
     golden_tasks = list(Task.objects.filter(project=project).select_related("response__question")
                         .order_by("pk")[:golden])
     golden_import(project=project, data=golden_file(project, golden_tasks), now=timezone.now())
-    expert = calibrated(project)
-    seen = set(CalibrationTask.objects.filter(attempt__expert=expert).values_list("task_id", flat=True))
-    items: dict[str, list[RubricItem]] = {}
+    by_question: dict[str, list[RubricItem]] = {}
     for item in RubricItem.objects.filter(version__rubric=project.rubric).order_by("position"):
-        items.setdefault(item.question_ref, []).append(item)
+        by_question.setdefault(item.question_ref, []).append(item)
     references = {(r.task_id, r.rubric_item_id): r.value for r in GoldenReference.objects.filter(task__project=project)}
+    first = None
+    for k in range(veterans):
+        expert = calibrated(project)
+        _history(project=project, expert=expert, k=k, labels=labels, golden_tasks=golden_tasks, control=control,
+                 items=by_question, references=references, rng=rng)
+        first = first or expert
+    golden_tally_rebuild(project_id=project.pk)
+    peer_tally_rebuild()
+    return project, first
+
+
+def _history(*, project: Project, expert: User, k: int, labels: int, golden_tasks: list[Task], control: int,
+             items: dict[str, list[RubricItem]], references: dict, rng: random.Random) -> None:
+    """The k-th veteran's months of work: control tasks in slot k + 1, regular tasks no other veteran took."""
+    seen = set(CalibrationTask.objects.filter(attempt__expert=expert).values_list("task_id", flat=True))
     controls = [t for t in golden_tasks if t.pk not in seen][:control]
+    golden_ids = {t.pk for t in golden_tasks}  # the objects were read before the import made them golden
     per_task = len(next(iter(items.values())))
     regular_n = max(0, (labels - len(seen) * per_task - len(controls) * per_task) // per_task)
     regular = list(Task.objects.filter(project=project, is_golden=False).select_related("response__question")
-                   .order_by("shuffle_key")[:regular_n])
+                   .order_by("shuffle_key")[k * regular_n:(k + 1) * regular_n])
     start = timezone.now() - timedelta(days=120)
     worked = controls + regular
     assignments = Assignment.objects.bulk_create(
-        (Assignment(task=t, expert=expert, slot=1, status=Assignment.Status.SUBMITTED, kind=Assignment.Kind.WORK,
-                    leased_at=start + timedelta(minutes=10 * n), expires_at=start + timedelta(minutes=10 * n + 45),
+        (Assignment(task=t, expert=expert, slot=k + 1 if t.pk in golden_ids else 1, status=Assignment.Status.SUBMITTED,
+                    kind=Assignment.Kind.WORK, leased_at=start + timedelta(minutes=10 * n),
+                    expires_at=start + timedelta(minutes=10 * n + 45),
                     submitted_at=start + timedelta(minutes=10 * n + 5), tier_at_submission="bronze")
          for n, t in enumerate(worked)), batch_size=BATCH)
     rows = []
@@ -76,10 +93,8 @@ def veteran_world(*, tasks: int, labels: int = 4000, golden: int = 200, control:
                 value = rng.randint(0, 1)
             rows.append(Label(assignment=assignment, task=task, rubric_item=item, value=value))
     Label.objects.bulk_create(rows, batch_size=BATCH)
-    Task.objects.filter(pk__in=[t.pk for t in worked]).update(live_count=1, submitted_count=1)
-    golden_tally_rebuild(project_id=project.pk)
-    peer_tally_rebuild()
-    return project, expert
+    Task.objects.filter(pk__in=[t.pk for t in worked]).update(live_count=F("live_count") + 1,
+                                                              submitted_count=F("submitted_count") + 1)
 
 
 def strengths_from_history(profile, expert: User) -> dict[int, float]:

@@ -236,6 +236,7 @@ MATRIX: dict[str, Rule] = {
     "consultation_reveal": r(PM),
     "consultation_resolve": r(PM),
     "consultation_ask": r(OWNER, assignment_id="submitted"),
+    "reveal": r(OWNER, assignment_id="submitted"),
     "rubric_suggestion_take": r(PM),
     "rubric_suggestion_dismiss": r(PM),
     "review_queue": r(PM),

@@ -16,8 +16,18 @@ from .exports import ExportJob
 from .judge_items import AgreementItemStat, JudgeConfig, JudgeConfigVersion
 from .judging import AgreementReport, JudgeKeyGrant, JudgeLabel, JudgeRun, JudgeTaskResult
 from .library import Case, CaseItem, CaseOutcome, CaseRead, CaseStatus, FaqEntry
-from .project import Difficulty, FillOrder, Project, ProjectSettingChange, ProjectState, Question, Response
+from .project import (
+    ConsensusLabels,
+    Difficulty,
+    FillOrder,
+    Project,
+    ProjectSettingChange,
+    ProjectState,
+    Question,
+    Response,
+)
 from .quality import CalibrationAnswer, CalibrationAttempt, CalibrationTask, ControlResult, GoldenReference, GoldenTally
+from .reveal import LabelRevision, RevealRound
 from .review import ReviewFlag, SentReminder, SubmissionReturn
 from .roster import Invitation, MembershipEvent
 from .skips import CalibrationDraft, TaskSkip
@@ -67,7 +77,10 @@ __all__ = [
     "ControlResult",
     "GoldenReference",
     "GoldenTally",
+    "ConsensusLabels",
     "Difficulty",
+    "LabelRevision",
+    "RevealRound",
     "FillOrder",
     "Draft",
     "FaqEntry",

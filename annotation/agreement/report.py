@@ -157,7 +157,7 @@ def material_load(*, project: Project, version: RubricVersion | None) -> Materia
     dims, dim_index = _dimensions()
     if version is None:
         material = _empty_material(project.overlap, dims)
-        material.labels_used = project.consensus_labels
+        material.labels_used = str(project.consensus_labels)
         return material
 
     questions = list(Question.objects.filter(project=project).order_by("external_id")

@@ -188,7 +188,7 @@ def consensus_rows(*, project: Project, filters: ExportFilters | None = None, ta
     if with_dialogue:
         task_fields.append("response__question__dialogue")
     # Which labels `label`, the votes and the majority read; each label also carries its first and revised value.
-    labels_used = project.consensus_labels
+    labels_used = str(project.consensus_labels)
     last_pk, done = 0, 0
     while True:
         tasks = list(selected.filter(pk__gt=last_pk).values(*task_fields)[:task_chunk])

@@ -383,7 +383,7 @@ def dataset_card(*, project: Project, filters: ExportFilters, snapshot_id: str, 
             "rubric_version": filters.rubric_version if filters.rubric_version is not None else versions,
             "filters": filters.as_json(),
             "row_counts": counts,
-            "labels_used": project.consensus_labels,
+            "labels_used": str(project.consensus_labels),
             "agreement": _agreement_summary(project),
         },
     }

@@ -17,7 +17,7 @@ from rubrics.models import RubricVersion
 def revisions_apply(material: Material, *, project: Project, version: RubricVersion | None) -> None:
     """Set `material.labels_used` to the project's choice, `material.revisions` to the revised cells, and
     put the revised values into `material.labels` when the project counts revised labels."""
-    material.labels_used = project.consensus_labels
+    material.labels_used = str(project.consensus_labels)
     if version is None or material.unit_task.size == 0:
         return
     rows = list(LabelRevision.objects.filter(

@@ -84,8 +84,9 @@ def reveal_get_for_expert(*, expert: User, assignment_id: object) -> Reveal:
     """Everything the reveal page shows, in a fixed handful of queries whatever the number of items."""
     assignment = reveal_assignment_get(expert=expert, assignment_id=assignment_id)
     task = assignment.task
-    run = judge_run_for_task(task=task)
-    round_ = RevealRound.objects.filter(assignment=assignment).first()
+    round_ = RevealRound.objects.filter(assignment=assignment).select_related("judge_run").first()
+    # A closed round keeps showing the run it was revised against, even after a newer run finished.
+    run = round_.judge_run if round_ is not None and round_.judge_run is not None else judge_run_for_task(task=task)
     if run is None:
         return Reveal(assignment=assignment, task=task, project=task.project, run=None, reason="", rows=[],
                       agreeing=0, round=round_)

@@ -507,3 +507,48 @@ def test_the_settings_page_shows_both_settings(client, world):
     assert "labels to experts after they submit" in page
     assert 'name="consensus_labels"' in page
     assert 'value="revised"' in page
+
+
+def test_a_closed_round_keeps_showing_the_run_it_was_revised_against(client, world):
+    project, _pm, experts, assignments, task, run = world
+    reveal_revise(expert=experts[1], assignment_id=assignments[1].pk, changes={_item_keys(task)[0]: REASON}, now=T0)
+    newer = JudgeRun.objects.create(project=project, rubric_version=task.rubric_version, name="judge-b",
+                                    source=JudgeRun.Source.IMPORTED, status=JudgeRun.Status.DONE)
+    JudgeLabel.objects.bulk_create(JudgeLabel(run=newer, task=task, rubric_item=item, value=0)
+                                   for item in rubric_items_for_task(task))
+    JudgeTaskResult.objects.create(run=newer, task=task, status=JudgeTaskResult.Status.DONE, reason="Nothing fits.")
+    client.force_login(experts[1])
+
+    text = client.get(f"/assignments/{assignments[1].pk}/reveal/").content.decode()
+
+    assert "names the fatigue" in text and "Nothing fits." not in text
+    assert "You revised 1 label" in text
+
+
+def test_the_newest_finished_run_is_the_one_shown_before_revising(client, world):
+    project, _pm, experts, assignments, task, _run = world
+    newer = JudgeRun.objects.create(project=project, rubric_version=task.rubric_version, name="judge-b",
+                                    source=JudgeRun.Source.IMPORTED, status=JudgeRun.Status.DONE)
+    JudgeLabel.objects.bulk_create(JudgeLabel(run=newer, task=task, rubric_item=item, value=v)
+                                   for item, v in zip(rubric_items_for_task(task), [0, 0, 1]))
+    JudgeTaskResult.objects.create(run=newer, task=task, status=JudgeTaskResult.Status.DONE, reason="Second view.")
+    running = JudgeRun.objects.create(project=project, rubric_version=task.rubric_version, name="judge-c",
+                                      source=JudgeRun.Source.LIVE, status=JudgeRun.Status.RUNNING)
+    JudgeLabel.objects.bulk_create(JudgeLabel(run=running, task=task, rubric_item=item, value=1)
+                                   for item in rubric_items_for_task(task))
+    client.force_login(experts[1])
+
+    text = client.get(f"/assignments/{assignments[1].pk}/reveal/").content.decode()
+
+    # E2 [0, 0, 1] agrees with judge-b everywhere; the running judge-c is not shown.
+    assert "Second view." in text
+    assert "Your labels match the judge" in text
+
+
+def test_no_compare_link_after_submitting_while_the_judge_has_not_judged_the_task(client, db):
+    _project, _pm, experts, assignments, _task, _run = build(judge=False)
+    client.force_login(experts[0])
+
+    done = client.get(f"/assignments/{assignments[0].pk}/").content.decode()
+
+    assert "/reveal/" not in done

@@ -42,6 +42,7 @@ def test_an_expert_revises_once_after_the_reveal_and_the_pm_sees_before_and_afte
     page.keyboard.press("Enter")
     compare = page.locator(f"a[href='/assignments/{lease.pk}/reveal/']")
     expect(compare).to_be_visible()
+    page.screenshot(path=str(artifacts / "reveal-submitted-1440.png"))
     compare.click()
     page.wait_for_url(f"**/assignments/{lease.pk}/reveal/")
 

@@ -272,6 +272,7 @@ MATRIX: dict[str, Rule] = {
     "api-extend": r(OWNER),
     "api-release": r(OWNER),
     "api-skip": r(OWNER, body={"reason": "other", "text": "unsure"}),
+    "api-reveal": r(OWNER, assignment_id="submitted", body={"changes": {}}),
     "api-my-history": r(EXPERT_SELF),
     "api-project-skips": r(PM),
     "api-assign-by-hand": r(PM),

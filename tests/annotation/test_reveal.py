@@ -552,3 +552,42 @@ def test_no_compare_link_after_submitting_while_the_judge_has_not_judged_the_tas
     done = client.get(f"/assignments/{assignments[0].pk}/").content.decode()
 
     assert "/reveal/" not in done
+
+
+# --- the token API ----------------------------------------------------------------------------------
+
+
+def _token(api, user):
+    from rest_framework.authtoken.models import Token
+
+    token, _ = Token.objects.get_or_create(user=user)
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token.key}", HTTP_ACCEPT_LANGUAGE="en")
+    return api
+
+
+def test_the_api_shows_the_differences_and_takes_the_one_round(api, world):
+    _project, _pm, experts, assignments, task, _run = world
+    keys = _item_keys(task)
+    client = _token(api, experts[2])
+    url = f"/api/v1/assignments/{assignments[2].pk}/reveal/"
+
+    seen = client.get(url).json()
+    refused = client.post(url, {"changes": {keys[0]: " "}}, format="json")
+    done = client.post(url, {"changes": {keys[0]: REASON}}, format="json")
+    again = client.post(url, {"changes": {keys[0]: REASON}}, format="json")
+    other = client.post(url, {"changes": {}}, format="json")
+
+    assert (seen["judge_run"], seen["agreeing"], seen["closed"]) == ("judge-a", 2, False)
+    assert seen["items"] == [{"rubric_item_id": keys[0], "first": 0, "judge": 1, "revised": None, "reason": None}]
+    assert (refused.status_code, refused.json()["code"]) == (400, "reveal_invalid")
+    assert done.status_code == 201 and done.json()["items"][0]["revised"] == 1 and done.json()["closed"]
+    assert (again.status_code, other.status_code, other.json()["code"]) == (200, 409, "reveal_already_revised")
+    assert LabelRevision.objects.count() == 1
+
+
+def test_the_api_gives_another_experts_assignment_a_404(api, world):
+    _project, _pm, experts, assignments, _task, _run = world
+
+    response = _token(api, experts[0]).get(f"/api/v1/assignments/{assignments[2].pk}/reveal/")
+
+    assert response.status_code == 404

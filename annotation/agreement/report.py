@@ -346,8 +346,11 @@ def judged_units(m: Material, run: JudgeRun, version: RubricVersion | None) -> J
     expected = per_question[m.task_question]
     labelled = np.bincount(j_task, minlength=m.task_id.size)
     full = (labelled > 0) & (labelled >= expected)
+    # The material's tasks are the project's regular and golden tasks under `version`: a join,
+    # not a list of 40,000 ids for the driver to splice into the SQL.
     failed_ids = set(JudgeTaskResult.objects.filter(run=run, status=JudgeTaskResult.Status.FAILED,
-                                                    task_id__in=m.task_id[~m.task_golden].tolist())
+                                                    task__project_id=run.project_id, task__rubric_version=version,
+                                                    task__is_golden=False)
                      .values_list("task_id", flat=True))
     failed = ((labelled > 0) & ~full) | np.isin(m.task_id, list(failed_ids))
     use = full[j_task] & ~failed[j_task]

@@ -325,9 +325,13 @@ def overall_from_norms(
         abilities = _ability_means(filled, present.astype(np.float64))
     else:
         w = np.asarray(question_weights, dtype=np.float64)
-        # Weighted sums over questions as one tensor contraction per quantity.
-        num = np.einsum("...q,mqd->...md", w, filled.reshape(-1, *filled.shape[-2:]))
-        den = np.einsum("...q,mqd->...md", w, present.reshape(-1, *present.shape[-2:]).astype(np.float64))
+        # Weighted sums over questions as one matrix product per quantity (BLAS; a plain
+        # einsum of the same contraction took 0.3 s per call at ten times HeartBench).
+        stacked = filled.reshape(-1, *filled.shape[-2:])
+        n_stack, n_q, n_d = stacked.shape
+        num = (w @ stacked.transpose(1, 0, 2).reshape(n_q, n_stack * n_d)).reshape(*w.shape[:-1], n_stack, n_d)
+        mask = present.reshape(-1, *present.shape[-2:]).astype(np.float64)
+        den = (w @ mask.transpose(1, 0, 2).reshape(n_q, n_stack * n_d)).reshape(*w.shape[:-1], n_stack, n_d)
         with np.errstate(divide="ignore", invalid="ignore"):
             abilities = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
         abilities = abilities.reshape(*w.shape[:-1], *norms.shape[:-2], norms.shape[-1])

@@ -26,7 +26,15 @@ from .project import (
     Question,
     Response,
 )
-from .quality import CalibrationAnswer, CalibrationAttempt, CalibrationTask, ControlResult, GoldenReference, GoldenTally
+from .quality import (
+    CalibrationAnswer,
+    CalibrationAttempt,
+    CalibrationTask,
+    ControlResult,
+    GoldenReference,
+    GoldenTally,
+    PeerTally,
+)
 from .reveal import LabelRevision, RevealRound
 from .review import ReviewFlag, SentReminder, SubmissionReturn
 from .roster import Invitation, MembershipEvent
@@ -78,6 +86,7 @@ __all__ = [
     "GoldenReference",
     "GoldenTally",
     "ConsensusLabels",
+    "PeerTally",
     "Difficulty",
     "LabelRevision",
     "RevealRound",

@@ -172,3 +172,33 @@ class GoldenTally(models.Model):
 
     def __str__(self) -> str:
         return f"golden {self.correct}/{self.total} of {self.expert_id} in dimension {self.dimension_id}"
+
+
+class PeerTally(models.Model):
+    """How far one work submission agrees with the rest of its panel, kept for the tier rules.
+
+    `total` counts the submission's items on which the other counted labels of the unit
+    have a majority (at least one other label, not tied), `agree` those where the
+    submission's label is that majority: the per-label terms of
+    `annotation.quality.portrait`'s peer agreement. Rewritten for a task whenever its
+    labels change (`annotation.quality.peer_tally.peer_tally_refresh`), in that
+    transaction, so the tier evaluation reads an expert's peer agreement with one
+    aggregate over these rows instead of comparing every label of their history.
+    """
+
+    assignment = models.OneToOneField("annotation.Assignment", on_delete=models.CASCADE, primary_key=True,
+                                      related_name="+")
+    expert = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey("annotation.Task", on_delete=models.CASCADE, related_name="+")
+    total = models.PositiveIntegerField(default=0)
+    agree = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(agree__lte=F("total")), name="peer_tally_agree_within_total"),
+        ]
+        indexes = [models.Index(fields=["expert"], name="peer_tally_expert_idx"),
+                   models.Index(fields=["task"], name="peer_tally_task_idx")]
+
+    def __str__(self) -> str:
+        return f"peer {self.agree}/{self.total} of assignment {self.assignment_id}"

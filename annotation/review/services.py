@@ -16,6 +16,7 @@ from annotation.lock_objects import assignment_lock, task_lock
 from annotation.models import Assignment, AuditAction, Draft, Label, Project, ReviewFlag, SubmissionReturn, Task
 from annotation.projects.rules import project_check_writable
 from annotation.quality.golden_tally import golden_tally_rebuild
+from annotation.quality.peer_tally import peer_tally_refresh
 from annotation.review.rejecting import review_rejecter
 from annotation.selectors import rubric_items_for_task
 from annotation.submission.consensus import consensus_compute, tie_slot_add
@@ -124,6 +125,7 @@ def submission_return(*, actor: User, project: Project, assignment_id, comment, 
             golden_tally_rebuild(project_id=task.project_id, expert_ids=[locked.expert_id])
         else:
             consensus_compute(task=task, now=now)
+            peer_tally_refresh(task_id=task.pk, labels_removed=True)
             task_send_on_commit("annotation.agreement_report_request", project_id=task.project_id)
         closed = _close(locked, status=ReviewFlag.Status.RETURNED, by=actor, now=now)
         audit_record(actor=actor, action=AuditAction.REVIEW_RETURN, project_id=project.pk, objects=[locked],
@@ -195,6 +197,7 @@ def submission_returns_lapse(*, now: datetime) -> int:
                 golden_tally_rebuild(project_id=task.project_id, expert_ids=[assignment.expert_id])
             else:
                 records = consensus_compute(task=task, now=now)
+                peer_tally_refresh(task_id=task.pk)
                 if complete:
                     tie_slot_add(task=task, records=records)
                 task_send_on_commit("annotation.agreement_report_request", project_id=task.project_id)

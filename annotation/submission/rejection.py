@@ -14,6 +14,7 @@ from django.utils import translation
 from annotation.lock_objects import assignment_lock, task_lock
 from annotation.models import Assignment, Task
 from annotation.models.work import LIVE_ASSIGNMENT_STATUSES
+from annotation.quality.peer_tally import peer_tally_refresh
 from annotation.submission.consensus import consensus_compute, tie_slot_add
 from core.after_commit import task_send_on_commit
 from core.error_codes import ErrorCode
@@ -76,6 +77,7 @@ def _reject(*, assignment: Assignment, reason_code: str, text: str, by: User | N
     task.save(update_fields=["submitted_count", "live_count", "status", "completed_at"])
     if not task.is_golden:
         consensus_compute(task=task, now=now)
+        peer_tally_refresh(task_id=task.pk)
         task_send_on_commit("annotation.agreement_report_request", project_id=task.project_id)
     _rejection_notify(assignment=assignment, task=task, now=now)
     logger.info("submission rejected", extra={"assignment_id": assignment.pk, "task_id": task.pk,
@@ -132,6 +134,7 @@ def submission_restore_labels(*, assignment_id: int, now: datetime) -> bool:
         task.save(update_fields=["live_count", "submitted_count", "status", "completed_at"])
         if not task.is_golden:
             records = consensus_compute(task=task, now=now)
+            peer_tally_refresh(task_id=task.pk)
             if complete:
                 tie_slot_add(task=task, records=records)
             task_send_on_commit("annotation.agreement_report_request", project_id=task.project_id)

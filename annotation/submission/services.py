@@ -12,6 +12,7 @@ from annotation.lock_objects import assignment_lock, task_lock
 from annotation.models import Assignment, Draft, ItemConsensus, Label, Task, WebhookEvent
 from annotation.projects.rules import project_check_writable
 from annotation.quality.control import control_record
+from annotation.quality.peer_tally import peer_tally_refresh
 from annotation.selectors import assignment_get_for_expert, rubric_items_for_task
 from annotation.submission.consensus import consensus_compute, tie_slot_add
 from annotation.webhooks.services import webhook_emit
@@ -111,6 +112,9 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
             task.status = Task.Status.COMPLETE
             task.completed_at = now
         task.save(update_fields=["submitted_count", "status", "completed_at"])
+        if not task.is_golden:
+            # Everyone on the task has one more peer now (their tier rules read it).
+            peer_tally_refresh(task_id=task.pk)
         if task.is_golden:
             # A control task: scored against the golden references; its consensus is never written.
             control_record(assignment=assignment, task=task, values={by_key[k].pk: v for k, v in clean.items()},

@@ -589,6 +589,42 @@ def test_fast_agreement_kappa_bootstrap_equals_generic_path(seed: int, n_cluster
     assert (fast.agreement, fast.kappa) == (pytest.approx(stats.percent_agreement(a, b)), pytest.approx(stats.cohen_kappa(a, b)))
 
 
+@pytest.mark.parametrize(("seed", "n_items", "missing"), [(0, 12, 0.0), (1, 400, 0.2), (2, 2000, 0.45)])
+def test_fast_alpha_ac1_bootstrap_equals_generic_path(seed: int, n_items: int, missing: float) -> None:
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 2, n_items)
+    labels = np.where(rng.random((n_items, 3)) < 0.8, truth[:, None], 1 - truth[:, None]).astype(np.int8)
+    labels[rng.random(labels.shape) < missing] = -1  # units with one label or none are not pairable
+    ids = np.array([f"dialogue-{c}" for c in rng.integers(0, max(2, n_items // 6), n_items)])
+    alphas: list[float] = []
+    ac1s: list[float] = []
+
+    def both(rows: np.ndarray) -> float:
+        alphas.append(stats.krippendorff_alpha_nominal(rows))
+        ac1s.append(stats.gwet_ac1(rows, 2))
+        return 0.0
+
+    stats.bootstrap_replicates(both, ids, labels, n_boot=250, seed=seed)
+    fast = stats.bootstrap_alpha_ac1(labels, ids, n_boot=250, seed=seed)
+
+    np.testing.assert_allclose(fast.alpha_replicates, alphas, rtol=0, atol=1e-12, equal_nan=True)
+    np.testing.assert_allclose(fast.ac1_replicates, ac1s, rtol=0, atol=1e-12, equal_nan=True)
+
+
+def test_fast_alpha_ac1_bootstrap_is_undefined_where_the_statistics_are() -> None:
+    # Every label a hit: alpha has no expected disagreement (nan), AC1 is 1 (p_e = 0).
+    everyone_hits = np.ones((30, 3), np.int8)
+    reps = stats.bootstrap_alpha_ac1(everyone_hits, np.arange(30) // 3, n_boot=50, seed=1)
+    assert np.isnan(reps.alpha_replicates).all()
+    np.testing.assert_allclose(reps.ac1_replicates, 1.0)
+    # One label per unit: nothing is pairable, both undefined; no unit at all: all nan too.
+    lonely = np.array([[1, -1, -1], [0, -1, -1]], np.int8)
+    assert np.isnan(stats.bootstrap_alpha_ac1(lonely, [0, 1], n_boot=20).ac1_replicates).all()
+    assert np.isnan(stats.bootstrap_alpha_ac1(np.zeros((0, 3), np.int8), [], n_boot=20).alpha_replicates).all()
+    with pytest.raises(ValueError, match="0/1 labels"):
+        stats.bootstrap_alpha_ac1(np.full((3, 3), 2), [0, 1, 2], n_boot=5)
+
+
 def test_fast_bootstrap_drops_missing_pairs_like_the_generic_path() -> None:
     a, b, clusters = clustered_pair(8, 50, 6, 0.7)
     b_holes = np.where(np.arange(b.size) % 5 == 0, -1, b)

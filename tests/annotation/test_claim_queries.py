@@ -32,9 +32,9 @@ CLAIM_SERVICE_QUERIES = 20
 # submit through the API: token + user (1); idempotency key lookup (1); the assignment with its task,
 # response, question, version, project and the expert's profile, for their tier (1); rubric items (1);
 # SAVEPOINT (1); task lock (1); assignment lock (1); INSERT labels (1); UPDATE assignment (1); DELETE
-# draft (1); UPDATE task (1); consensus already written? (1); RELEASE (1); SAVEPOINT, INSERT idempotency
-# record, RELEASE (3).
-SUBMIT_API_QUERIES = 16
+# draft (1); UPDATE task (1); the panel's peer tally, one INSERT ... SELECT (1); consensus already
+# written? (1); RELEASE (1); SAVEPOINT, INSERT idempotency record, RELEASE (3).
+SUBMIT_API_QUERIES = 17
 
 
 def _client(api, expert):

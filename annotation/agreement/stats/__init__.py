@@ -22,7 +22,9 @@ from the package, whose `__all__` names the public functions.
 
 from annotation.agreement.stats.bootstrap import (
     AgreementKappaBootstrap,
+    PanelBootstrap,
     bootstrap_agreement_kappa,
+    bootstrap_alpha_ac1,
     bootstrap_ci,
     bootstrap_replicates,
     cluster_weights,
@@ -53,11 +55,13 @@ from annotation.agreement.stats.raters import (
 __all__ = [
     "AlternativeAnnotatorResult",
     "AgreementKappaBootstrap",
+    "PanelBootstrap",
     "DriftResult",
     "MajorityResult",
     "McNemarResult",
     "alternative_annotator_test",
     "bootstrap_agreement_kappa",
+    "bootstrap_alpha_ac1",
     "bootstrap_ci",
     "bootstrap_replicates",
     "cluster_jackknife_kappa_interval",

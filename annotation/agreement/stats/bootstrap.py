@@ -202,3 +202,71 @@ def bootstrap_agreement_kappa(
         agreement_reps,
         kappa_reps,
     )
+
+
+class PanelBootstrap(NamedTuple):
+    """Outcome of :func:`bootstrap_alpha_ac1`: replicates of the panel's alpha and AC1."""
+
+    alpha_replicates: NDArray[np.float64]
+    ac1_replicates: NDArray[np.float64]
+
+
+def bootstrap_alpha_ac1(
+    labels: ArrayLike,
+    cluster_ids: ArrayLike,
+    n_boot: int = 1000,
+    seed: int | np.random.Generator | None = 0,
+) -> PanelBootstrap:
+    """Cluster-bootstrap replicates of Krippendorff's alpha (nominal) and Gwet's AC1 (q = 2) of 0/1 labels.
+
+    The fast path of ``bootstrap_replicates`` with ``krippendorff_alpha_nominal`` and
+    ``gwet_ac1(rows, 2)``: both statistics are ratios of sums over units of per-unit
+    terms (for alpha the pairable values, their category margins and the coincidence
+    diagonal; for AC1 the pairwise agreement share and the category shares), so each
+    cluster's sums are taken once and every replicate is the product of its
+    multiplicity row by those sums. ``labels`` is an (n_items, n_raters) matrix with -1
+    for missing. For one seed the replicates are those of the generic path (the same
+    cluster draws), up to floating-point summation order.
+    """
+    mat = np.asarray(labels)
+    if mat.ndim != 2:
+        raise ValueError(f"labels must be (n_items, n_raters), got shape {mat.shape}")
+    codes, n_clusters = _cluster_codes(cluster_ids)
+    if codes.shape[0] != mat.shape[0]:
+        raise ValueError("labels and cluster_ids must have one row per item")
+    if np.any(mat > 1):
+        raise ValueError("the fast path takes 0/1 labels; use bootstrap_replicates for more categories")
+    alpha_reps = np.full(n_boot, np.nan)
+    ac1_reps = np.full(n_boot, np.nan)
+    if n_clusters == 0:
+        return PanelBootstrap(alpha_reps, ac1_reps)
+    c1 = (mat == 1).sum(axis=1).astype(np.float64)
+    c0 = (mat == 0).sum(axis=1).astype(np.float64)
+    m = c0 + c1
+    pairable = m >= 2
+    rated = m >= 1
+    same = c0 * (c0 - 1.0) + c1 * (c1 - 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        diagonal = np.where(pairable, same / (m - 1.0), 0.0)
+        share = np.where(pairable, same / (m * (m - 1.0)), 0.0)
+        pi0 = np.where(rated, c0 / m, 0.0)
+        pi1 = np.where(rated, c1 / m, 0.0)
+    terms = np.stack([m * pairable, c0 * pairable, c1 * pairable, diagonal,
+                      pairable.astype(np.float64), share, rated.astype(np.float64), pi0, pi1], axis=1)
+    per_cluster = np.zeros((n_clusters, terms.shape[1]))
+    np.add.at(per_cluster, codes, terms)
+    row = 0
+    for weights in cluster_weights(n_clusters, n_boot, seed):
+        sums = weights @ per_cluster
+        n, n0, n1, diag, n_multi, share_sum, n_rated, pi0_sum, pi1_sum = sums.T
+        expected = n * n - (n0 * n0 + n1 * n1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            alpha = 1.0 - (n - 1.0) * (n - diag) / expected
+            p_a = share_sum / n_multi
+            p0, p1 = pi0_sum / n_rated, pi1_sum / n_rated
+        p_e = p0 * (1.0 - p0) + p1 * (1.0 - p1)
+        size = len(weights)
+        alpha_reps[row:row + size] = np.where((n >= 2) & (expected > 0), alpha, np.nan)
+        ac1_reps[row:row + size] = np.where(n_multi > 0, _chance_corrected(p_a, p_e), np.nan)
+        row += size
+    return PanelBootstrap(alpha_reps, ac1_reps)

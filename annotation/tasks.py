@@ -25,6 +25,7 @@ from annotation.benchmark_report.tasks import *  # noqa: F401,F403
 from annotation.consultations.tasks import *  # noqa: F401,F403
 from annotation.exchange.tasks import *  # noqa: F401,F403
 from annotation.judging.tasks import *  # noqa: F401,F403
+from annotation.reveal.tasks import *  # noqa: F401,F403
 from annotation.review.tasks import *  # noqa: F401,F403
 from annotation.webhooks.tasks import *  # noqa: F401,F403
 from annotation.workload.tasks import *  # noqa: F401,F403

@@ -28,6 +28,7 @@ urlpatterns = [
     path("", include("annotation.library.urls")),
     path("", include("annotation.consultations.urls")),
     path("", include("annotation.review.urls")),
+    path("", include("annotation.reveal.urls")),
     path("", include("annotation.workload.urls")),
     path("", include("annotation.webhooks.urls")),
     path("", include("annotation.audit.urls")),

@@ -34,6 +34,7 @@ from annotation.exchange.responses import responses_import
 from annotation.library.selectors import CASES_PER_ITEM, RelevantCase, cases_for_items
 from annotation.models import Assignment, Draft, Project, Question, Response
 from annotation.quality.standing import HomeCard, expert_home_cards
+from annotation.reveal.selectors import judge_has_labels
 from annotation.selectors import (
     assignment_get_for_expert,
     project_access_for_user,
@@ -240,6 +241,9 @@ def _annotate_context(assignment: Assignment, *, labels: dict[str, Any] | None =
         "draft_saved_at": draft.updated_at if draft else None,
         "save_state": "saved" if draft else "idle",
         "error": error_message(error) if error else "",
+        # Reveal after submission (annotation.reveal): offered once the judge has labelled the task.
+        "compare_with_judge": (state == "submitted" and task.project.judge_reveal and not task.is_golden
+                               and assignment.kind == Assignment.Kind.WORK and judge_has_labels(task=task)),
         "submitted_count": (expert_work_for_projects(assignment.expert, [task.project], now=now)[task.project_id]
                             .submitted if state == "submitted" else 0),
         "strings": annotate_strings(),

@@ -116,6 +116,19 @@ class ErrorCode(models.TextChoices):
                                            "back or skipped.")
     LEASE_EXPIRED = "lease_expired", _("Your time on this task has run out, so it cannot be extended. You can "
                                        "still submit while the task has a free place.")
+    # Reveal after submission (annotation.reveal).
+    REVEAL_NOT_SUBMITTED = "reveal_not_submitted", _(
+        "Submit this task first: the judge's labels are shown only after you submit.")
+    REVEAL_REJECTED = "reveal_rejected", _("This submission was rejected, so it cannot be compared or revised.")
+    REVEAL_NO_JUDGE = "reveal_no_judge", _("The judge has not judged this task yet; there is nothing to compare.")
+    REVEAL_ALREADY_REVISED = "reveal_already_revised", _(
+        "You already revised this task once; a revision is final.")
+    REVEAL_INVALID = "reveal_invalid", ngettext_lazy(
+        "%(count)d change needs attention; nothing was saved.",
+        "%(count)d changes need attention; nothing was saved.", "count")
+    REVISION_REASON_REQUIRED = "revision_reason_required", _("Say why you change this label.")
+    REVISION_REASON_TOO_LONG = "revision_reason_too_long", _("The reason is too long (at most %(max)s characters).")
+    REVISION_ITEM_UNKNOWN = "revision_item_unknown", _("Not an item where your label differs from the judge's.")
     SKIP_REASON_INVALID = "skip_reason_invalid", _("Choose why you skip this task.")
     SKIP_TEXT_REQUIRED = "skip_text_required", _("With the reason “Other”, say in a few words why you skip this task.")
     SKIP_TEXT_TOO_LONG = "skip_text_too_long", _("The explanation is too long (at most %(max)s characters).")

@@ -103,7 +103,22 @@ class Material:
     judged: JudgedUnits | None = None
     # A consultation's verdict per unit: -1 none, 0/1 the adjudicated label, 2 "item is ambiguous".
     adjudicated: NDArray[np.int8] | None = None
+    # Which expert labels `labels` holds: "first" (as submitted) or "revised" (after the judge's
+    # reveal, annotation.reveal); and the revised cells, to show agreement before and after.
+    labels_used: str = "first"
+    revisions: Revisions | None = None
     derived: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Revisions:
+    """The label cells an expert revised after the reveal: unit, slot (0-based), first and revised value."""
+
+    unit: NDArray[np.int64]
+    slot: NDArray[np.int64]
+    first: NDArray[np.int8]
+    revised: NDArray[np.int8]
+    judge_shown: NDArray[np.int8]  # the judge label the expert was shown
 
 
 @dataclass

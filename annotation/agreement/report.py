@@ -33,6 +33,8 @@ from annotation.models import (
     Question,
     Task,
 )
+from annotation.reveal.figures import reveal_section
+from annotation.reveal.material import revisions_apply
 from experts.models import ExpertProfile
 from rubrics.models import Dimension, RubricItem, RubricVersion
 
@@ -154,7 +156,9 @@ def material_load(*, project: Project, version: RubricVersion | None) -> Materia
     """Everything the report needs about `project` under `version`, as aligned arrays (a handful of queries)."""
     dims, dim_index = _dimensions()
     if version is None:
-        return _empty_material(project.overlap, dims)
+        material = _empty_material(project.overlap, dims)
+        material.labels_used = str(project.consensus_labels)
+        return material
 
     questions = list(Question.objects.filter(project=project).order_by("external_id")
                      .values_list("pk", "external_id", "difficulty"))
@@ -251,6 +255,8 @@ def material_load(*, project: Project, version: RubricVersion | None) -> Materia
     )
     material.golden_ref = _golden_ref(material, golden_reference_matrix(project))
     material.adjudicated = adjudication_vector(material, project=project, version=version)
+    # First or revised labels (the project's choice), and the revised cells for "before and after the reveal".
+    revisions_apply(material, project=project, version=version)
     return material
 
 
@@ -402,6 +408,9 @@ def report_payload(*, project: Project, version: RubricVersion | None, run: Judg
                    "majority": "hit when more than half of the panel says hit",
                    "agreement_interval": "cluster_wilson", "thin_dialogues": THIN_DIALOGUES,
                    "headline_excludes_gate": True},
+        # Which expert labels every figure below read: "first" (as submitted) or "revised" (after the reveal).
+        "labels_used": material.labels_used,
+        "reveal": reveal_section(material, params),
         "dimensions": [{"code": d.code, "name_zh": d.name_zh, "name_en": d.name_en, "category": d.category,
                         "is_gate": d.is_gate} for d in material.dims],
         **sections,

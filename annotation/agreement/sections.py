@@ -208,20 +208,46 @@ def _sliced_agreement(
     return out
 
 
-def judge_section(m: Material, p: Params) -> dict[str, Any] | None:
-    """Judge vs the human majority on complete, judged units, sliced every way the dashboard shows."""
-    if m.judge is None:
-        return None
+def _judge_units(m: Material) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.int64], NDArray[np.int64],
+                                        NDArray[np.int64]]:
+    """The units judge agreement is computed on (complete, judged, not left out), with the judge's and the
+    majority's labels and whether each is a gate item."""
+    assert m.judge is not None
     d = derive(m)
     judged = d["complete"] & (m.judge >= 0)
     use = judged & ~d["left_out"]
     judge = m.judge[use].astype(np.int64)
     human = d["majority"][use].astype(np.int64)
+    dims = d["unit_dim"][use]
+    gate_dims = np.array([dim.is_gate for dim in m.dims] or [False], dtype=bool)
+    is_gate = gate_dims[dims].astype(np.int64) if dims.size else np.zeros(0, np.int64)
+    return judged, use, judge, human, is_gate
+
+
+def judge_headline(m: Material, p: Params) -> dict[str, Any] | None:
+    """The judge section's headline rows alone (gate items left out, and all units), the same numbers as
+    :func:`judge_section` gives for this material: for figures computed on other labels (annotation.reveal)."""
+    if m.judge is None:
+        return None
+    _judged, use, judge, human, is_gate = _judge_units(m)
+    with_gate, gate_split = _sliced_agreement(judge, human, derive(m)["unit_question"][use],
+                                              [(np.zeros(judge.size, np.int64), 1), (is_gate, 2)], p)
+    split = {r.pop("index"): r for r in gate_split}
+    for r in with_gate:
+        r.pop("index")
+    return {"overall": {"key": "non_gate", **split[0]} if 0 in split else None,
+            "overall_with_gate": {"key": "all", **with_gate[0]} if with_gate else None}
+
+
+def judge_section(m: Material, p: Params) -> dict[str, Any] | None:
+    """Judge vs the human majority on complete, judged units, sliced every way the dashboard shows."""
+    if m.judge is None:
+        return None
+    d = derive(m)
+    judged, use, judge, human, is_gate = _judge_units(m)
     zone = np.select([d["unanimous"][use], d["single"][use]], [0, 2], 1).astype(np.int64)
     dims = d["unit_dim"][use]
     n_dims = len(m.dims)
-    gate_dims = np.array([dim.is_gate for dim in m.dims] or [False], dtype=bool)
-    is_gate = gate_dims[dims].astype(np.int64) if dims.size else np.zeros(0, np.int64)
     slicings = [
         (np.zeros(judge.size, np.int64), 1),
         (is_gate, 2),

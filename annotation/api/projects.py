@@ -55,6 +55,8 @@ class ProjectOut(serializers.Serializer):
     tie_extra_cap = serializers.IntegerField(help_text="most extra experts per task for ties")
     appeal_window_days = serializers.IntegerField(
         help_text="days an expert has to contest a rejection or a statement line")
+    judge_reveal = serializers.BooleanField(help_text="experts see the judge's labels after they submit")
+    consensus_labels = serializers.CharField(help_text="first (as submitted) or revised (after the reveal)")
 
 
 class ProjectCreateApi(APIView):

@@ -27,6 +27,7 @@ from annotation.api.work import (
     SkipApi,
     SubmitApi,
 )
+from annotation.reveal.api import RevealApi
 
 urlpatterns = [
     path("projects/", projects.ProjectCreateApi.as_view(), name="api-project-create"),
@@ -53,6 +54,7 @@ urlpatterns = [
     path("assignments/<int:assignment_id>/extend/", ExtendApi.as_view(), name="api-extend"),
     path("assignments/<int:assignment_id>/release/", ReleaseApi.as_view(), name="api-release"),
     path("assignments/<int:assignment_id>/skip/", SkipApi.as_view(), name="api-skip"),
+    path("assignments/<int:assignment_id>/reveal/", RevealApi.as_view(), name="api-reveal"),
     path("me/history/", MyHistoryApi.as_view(), name="api-my-history"),
     path("projects/<int:project_id>/skips/", ProjectSkipsApi.as_view(), name="api-project-skips"),
     # The PM's assignment modes.

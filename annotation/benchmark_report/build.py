@@ -49,6 +49,8 @@ def benchmark_sections(m: Material, *, n_boot: int = N_BOOT, seed: int = 0, alph
     n_q, n_d = len(m.question_ext), len(m.dims)
     model_ids = [i for i in range(len(m.models)) if (use & (d["unit_model"] == i)).any()]
     base: dict[str, Any] = {"models": [m.models[i] for i in model_ids], "judge": with_judge,
+                            # Which expert labels the human side read: "first" or "revised" (annotation.reveal).
+                            "labels_used": m.labels_used,
                             "basis": "intersection" if with_judge else "complete",
                             "params": {"n_boot": n_boot, "seed": seed, "alpha": alpha, "cluster": "question",
                                        "rank_tolerance": RANK_TOLERANCE, "ci": "percentile"}}

@@ -160,6 +160,8 @@ class BlindReport:
     dimensions_below: list[Slice] = field(default_factory=list)
     items_below: list[AgreementItemStat] = field(default_factory=list)
     items_below_total: int = 0
+    # Which expert labels the report read: "first" (blind, as submitted) or "revised" (annotation.reveal).
+    labels_used: str = "first"
 
 
 def _slice(key: str, name: str, per_question: dict[str, list[int]]) -> Slice:
@@ -216,4 +218,5 @@ def blind_test_report(*, test: BlindTest, run: JudgeRun | None, english: bool) -
         passed=passed, questions_sampled=test.questions_sampled, questions_scored=head.questions, experts=experts,
         per_item=project.overlap, by_dimension=by_dim,
         dimensions_below=[s for s in by_dim if s.agreement is not None and s.agreement < bar - 1e-9],
-        items_below=list(below_items[:ITEMS_SHOWN]), items_below_total=below_items.count())
+        items_below=list(below_items[:ITEMS_SHOWN]), items_below_total=below_items.count(),
+        labels_used=(report.payload or {}).get("labels_used", "first"))

@@ -119,6 +119,28 @@ class ReportView:
             for r in rows
         ]
 
+    def labels_used(self) -> str:
+        """Which expert labels the report read, in words (reports before the reveal existed read first labels)."""
+        if self.payload.get("labels_used") == "revised":
+            return _("This report uses the experts' revised labels (after the judge's reveal) where they revised, "
+                     "their first labels elsewhere.")
+        return _("This report uses the experts' first labels, as submitted before any reveal of the judge's labels.")
+
+    def reveal(self) -> dict[str, Any] | None:
+        """Agreement before and after the reveal, side by side; None while nobody revised a label."""
+        section = self.payload.get("reveal")
+        if not section:
+            return None
+
+        def side(name: str, headline: dict[str, Any] | None) -> dict[str, Any]:
+            row = (headline or {}).get("overall") or {}
+            return {"name": name, "n": row.get("n", 0), "agreement": pct(row.get("agreement")),
+                    "agreement_ci": span(row.get("agreement_ci")), "kappa": dec(row.get("kappa"))}
+
+        return {**section,
+                "sides": [side(_("First labels (before the reveal)"), section.get("before")),
+                          side(_("Revised labels (after the reveal)"), section.get("after"))]}
+
     def zone_aware(self) -> dict[str, Any] | None:
         """Zone-aware agreement (GrowLoop): its own figures, never folded into the strict ones."""
         section = (self.judge or {}).get("zone_aware")

@@ -8,7 +8,9 @@ judge run its label and reason. Golden tasks are calibration material and stay o
 Experts appear only by `ExpertProfile.pseudonym`.
 
 Zone and provenance pass through as stored. Which labels count: those of submitted
-assignments (a rejected submission's labels are kept for the audit export only).
+assignments (a rejected submission's labels are kept for the audit export only). Which
+value of a label counts is the project's choice, stated on every row (`labels_used`:
+first, or revised after the judge's reveal); each label carries both values and the reason.
 
 Memory stays flat in the number of rows: tasks are read in keyset-paginated chunks of
 TASK_CHUNK, each chunk's items, consensus, labels and judge labels come from one query
@@ -28,6 +30,7 @@ from django.utils import timezone
 
 from annotation.models import (
     Assignment,
+    ConsensusLabels,
     ItemConsensus,
     JudgeLabel,
     JudgeRun,
@@ -50,7 +53,7 @@ COMPLETION = ("complete", "all")
 COLUMNS = ["task_id", "question_id", "dialogue", "final_user_turn", "response_text", "model", "rubric_item_id",
            "position", "item_text", "dimension", "dimension_code", "score", "rubric_version", "labels",
            "hit_votes", "total_votes", "majority", "zone", "provenance", "judge_label", "judge_reason",
-           "judge_runs"]
+           "judge_runs", "labels_used"]
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,8 @@ def consensus_rows(*, project: Project, filters: ExportFilters | None = None, ta
                    "response__question__external_id", "response__question__final_user_turn"]
     if with_dialogue:
         task_fields.append("response__question__dialogue")
+    # Which labels `label`, the votes and the majority read; each label also carries its first and revised value.
+    labels_used = str(project.consensus_labels)
     last_pk, done = 0, 0
     while True:
         tasks = list(selected.filter(pk__gt=last_pk).values(*task_fields)[:task_chunk])
@@ -194,7 +199,7 @@ def consensus_rows(*, project: Project, filters: ExportFilters | None = None, ta
         items = _items_by_question(tasks=tasks, dimension=filters.dimension)
         consensus = {(c["task_id"], c["rubric_item_id"]): c for c in
                      ItemConsensus.objects.filter(task_id__in=task_ids).values(*consensus_fields)}
-        labels = _labels_by_item(task_ids=task_ids)
+        labels = _labels_by_item(task_ids=task_ids, revised=labels_used == ConsensusLabels.REVISED)
         judges = judge_labels_for_tasks(project=project, task_ids=task_ids)
         for task in tasks:
             key = (task["rubric_version_id"], task["response__question__external_id"])
@@ -229,6 +234,7 @@ def consensus_rows(*, project: Project, filters: ExportFilters | None = None, ta
                     "judge_label": runs[-1]["label"] if runs else None,
                     "judge_reason": runs[-1]["reason"] if runs else None,
                     "judge_runs": runs,
+                    "labels_used": labels_used,
                 }
         done += len(tasks)
         if progress is not None:
@@ -273,8 +279,12 @@ def judge_labels_for_tasks(*, project: Project, task_ids: list[int]) -> dict[tup
             for key, pairs in judged.items()}
 
 
-def _labels_by_item(*, task_ids: list[int]) -> dict[tuple[int, int], list[dict[str, Any]]]:
+def _labels_by_item(*, task_ids: list[int], revised: bool = False) -> dict[tuple[int, int], list[dict[str, Any]]]:
     """Per (task id, rubric item id), the counted labels in panel-seat order.
+
+    Each label holds its first value (`first_label`, as submitted), its value after the judge's reveal
+    (`revised_label`, None when not revised) with the expert's `revision_reason`, and as `label` the one
+    consensus counts (`revised`: the project counts revised labels).
 
     The submission time and pseudonym belong to the assignment, so they are read once per
     assignment (a few per task) rather than joined onto every label: parsing 300,000
@@ -286,15 +296,19 @@ def _labels_by_item(*, task_ids: list[int]) -> dict[tuple[int, int], list[dict[s
              .values_list("pk", "slot", "submitted_at", "expert__expert_profile__pseudonym")}
     labels: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
     seats: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
-    for task_id, item_id, value, note, assignment_id in (
+    for task_id, item_id, value, note, assignment_id, revised_value, reason in (
             Label.objects.filter(task_id__in=task_ids)
-            .values_list("task_id", "rubric_item_id", "value", "note", "assignment_id")):
+            .values_list("task_id", "rubric_item_id", "value", "note", "assignment_id", "revision__value",
+                         "revision__reason")):
         seat = panel.get(assignment_id)
         if seat is None:  # not a counted submission (a draft, a released or rejected one)
             continue
         # An account without an expert profile has no pseudonym; the assignment id keeps
         # its labels apart without exposing who it is.
-        labels[task_id, item_id].append({"expert": seat[2], "label": value, "submitted_at": seat[1], "note": note})
+        counted = revised_value if revised and revised_value is not None else value
+        labels[task_id, item_id].append({"expert": seat[2], "label": counted, "submitted_at": seat[1], "note": note,
+                                         "first_label": value, "revised_label": revised_value,
+                                         "revision_reason": reason})
         seats[task_id, item_id].append((seat[0], assignment_id))
     for key, order in seats.items():
         if len(order) > 1 and order != sorted(order):

@@ -45,7 +45,8 @@ ROW_FORMATS = ("jsonl", "csv", "parquet")
 
 _TURN = pa.struct([("role", pa.string()), ("content", pa.string())])
 _LABEL = pa.struct([("expert", pa.string()), ("label", pa.int8()), ("submitted_at", pa.string()),
-                    ("note", pa.string())])
+                    ("note", pa.string()), ("first_label", pa.int8()), ("revised_label", pa.int8()),
+                    ("revision_reason", pa.string())])
 _JUDGE = pa.struct([("run", pa.string()), ("judge_model", pa.string()), ("label", pa.int8()),
                     ("reason", pa.string())])
 _TYPES = {
@@ -54,7 +55,7 @@ _TYPES = {
     "item_text": pa.string(), "dimension": pa.string(), "dimension_code": pa.string(), "score": pa.int32(),
     "rubric_version": pa.int32(), "labels": pa.list_(_LABEL), "hit_votes": pa.int16(), "total_votes": pa.int16(),
     "majority": pa.int8(), "zone": pa.string(), "provenance": pa.string(), "judge_label": pa.int8(),
-    "judge_reason": pa.string(), "judge_runs": pa.list_(_JUDGE),
+    "judge_reason": pa.string(), "judge_runs": pa.list_(_JUDGE), "labels_used": pa.string(),
 }
 PARQUET_SCHEMA = pa.schema([(name, _TYPES[name]) for name in COLUMNS])
 # The Hugging Face layout keeps each question once, in its own file.
@@ -348,7 +349,8 @@ def _agreement_summary(project: Project) -> dict[str, Any] | None:
     if report is None:
         return None
     payload = report.payload or {}
-    summary: dict[str, Any] = {"report_id": report.pk, "computed_at": payload.get("computed_at")}
+    summary: dict[str, Any] = {"report_id": report.pk, "computed_at": payload.get("computed_at"),
+                               "labels_used": payload.get("labels_used", "first")}
     judge = (payload.get("judge") or {}).get("overall")
     if judge:
         summary["judge_vs_majority"] = {key: judge.get(key) for key in
@@ -381,6 +383,7 @@ def dataset_card(*, project: Project, filters: ExportFilters, snapshot_id: str, 
             "rubric_version": filters.rubric_version if filters.rubric_version is not None else versions,
             "filters": filters.as_json(),
             "row_counts": counts,
+            "labels_used": str(project.consensus_labels),
             "agreement": _agreement_summary(project),
         },
     }
@@ -389,4 +392,6 @@ def dataset_card(*, project: Project, filters: ExportFilters, snapshot_id: str, 
             "Expert labels on rubric items of model replies, one row per reply and rubric item "
             "(`consensus`), with each question's dialogue and rubric once (`questions`, joined on `question_id`).\n"
             "Experts appear by pseudonym only. `zone` is unanimous, split, tied or single; a tied item has no "
-            "majority. `judge_runs` holds each LLM judge run's label and reason.\n")
+            "majority. `judge_runs` holds each LLM judge run's label and reason. `labels_used` says which expert "
+            "labels the votes count: `first` (as submitted) or `revised` (after the judge's reveal); each label keeps "
+            "`first_label`, `revised_label` and `revision_reason`.\n")

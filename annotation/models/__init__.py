@@ -16,7 +16,16 @@ from .exports import ExportJob
 from .judge_items import AgreementItemStat, JudgeConfig, JudgeConfigVersion
 from .judging import AgreementReport, JudgeKeyGrant, JudgeLabel, JudgeRun, JudgeTaskResult
 from .library import Case, CaseItem, CaseOutcome, CaseRead, CaseStatus, FaqEntry
-from .project import Difficulty, FillOrder, Project, ProjectSettingChange, ProjectState, Question, Response
+from .project import (
+    ConsensusLabels,
+    Difficulty,
+    FillOrder,
+    Project,
+    ProjectSettingChange,
+    ProjectState,
+    Question,
+    Response,
+)
 from .quality import (
     CalibrationAnswer,
     CalibrationAttempt,
@@ -26,6 +35,7 @@ from .quality import (
     GoldenTally,
     PeerTally,
 )
+from .reveal import LabelRevision, RevealRound
 from .review import ReviewFlag, SentReminder, SubmissionReturn
 from .roster import Invitation, MembershipEvent
 from .skips import CalibrationDraft, TaskSkip
@@ -75,8 +85,11 @@ __all__ = [
     "ControlResult",
     "GoldenReference",
     "GoldenTally",
+    "ConsensusLabels",
     "PeerTally",
     "Difficulty",
+    "LabelRevision",
+    "RevealRound",
     "FillOrder",
     "Draft",
     "FaqEntry",

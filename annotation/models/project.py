@@ -73,6 +73,15 @@ class FillOrder(models.TextChoices):
     SPREAD_EVENLY = "spread_evenly", _("Spread evenly")
 
 
+class ConsensusLabels(models.TextChoices):
+    """Which expert labels consensus and reports read once experts may revise after the judge's reveal."""
+
+    # The expert's label as submitted, before they saw the judge: the blind judgement.
+    FIRST = "first", _("First labels (as submitted, before the reveal)")
+    # The label after the one revision round, where the expert revised; the first label elsewhere.
+    REVISED = "revised", _("Revised labels (after the reveal)")
+
+
 class ProjectState(models.TextChoices):
     """Where a project is in its life: only an active one hands out new leases."""
 
@@ -144,6 +153,13 @@ class Project(models.Model):
         help_text=_("Hours the blind vote of a consultation runs before the votes are revealed (1–720)."))
     consult_show_judge = models.BooleanField(
         default=False, help_text=_("Show the judge's label and reason when a consultation's votes are revealed."))
+    # Reveal after submission (annotation.reveal): an expert who submitted sees the judge's label and
+    # reason where they differ and may revise once; Label.value keeps the first label for ever.
+    judge_reveal = models.BooleanField(
+        default=False, help_text=_("Show the judge's labels to experts after they submit"))
+    consensus_labels = models.CharField(
+        max_length=8, choices=ConsensusLabels.choices, default=ConsensusLabels.FIRST,
+        help_text=_("Which labels consensus and reports use: the first ones, or those revised after the reveal."))
     judge_agreement_bar_pct = models.PositiveSmallIntegerField(
         default=JUDGE_AGREEMENT_BAR_PCT.default,
         help_text=_("Headline judge agreement with the panel majority the judge must reach to be trusted (0–100)."))
@@ -233,6 +249,8 @@ class Project(models.Model):
                                    name="project_judge_bar_range"),
             models.CheckConstraint(condition=Q(state__in=ProjectState.values), name="project_state_known"),
             models.CheckConstraint(condition=Q(fill_order__in=FillOrder.values), name="project_fill_order_known"),
+            models.CheckConstraint(condition=Q(consensus_labels__in=ConsensusLabels.values),
+                                   name="project_consensus_labels_known"),
             models.CheckConstraint(condition=Q(archived_at__isnull=True) | Q(state=ProjectState.CLOSED),
                                    name="project_archived_only_closed"),
         ]

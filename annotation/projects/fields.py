@@ -33,6 +33,7 @@ from annotation.models.project import (
     REMIND_LEASE_MINUTES,
     REVIEW_RUN_LENGTH,
     TIE_EXTRA_CAP,
+    ConsensusLabels,
     FillOrder,
     SettingRange,
 )
@@ -75,6 +76,9 @@ FIELDS: tuple[SettingField, ...] = (
                  CONSULT_SPLIT_SHARE_PCT),
     SettingField("consult_deadline_h", _("Blind vote deadline (hours)"), "int", CONSULT_DEADLINE_H),
     SettingField("consult_show_judge", _("Show the judge's label when votes are revealed"), "bool"),
+    SettingField("judge_reveal", _("Show the judge's labels to experts after they submit"), "bool"),
+    SettingField("consensus_labels", _("Labels consensus and reports use"), "choice",
+                 choices=tuple(ConsensusLabels.choices)),
     SettingField("min_seconds_per_item", _("Review: least seconds per item (0: off)"), "int", MIN_SECONDS_PER_ITEM),
     SettingField("review_run_length", _("Review: same label on every item, tasks in a row (0: off)"), "int",
                  REVIEW_RUN_LENGTH),

@@ -35,6 +35,7 @@ from annotation.projects.selectors import open_leases, overlap_existing_tasks
 from annotation.projects.signals import project_cloned
 from annotation.selectors import project_experts, project_managers, rubric_version_current
 from annotation.services import project_add_member, project_create
+from core.after_commit import task_send_on_commit
 from core.error_codes import ErrorCode
 from core.errors import Conflict
 from experts.models import User
@@ -111,6 +112,9 @@ def project_settings_update(*, project: Project, values: Mapping[str, Any], chan
             # again brings the existing tasks up to the project's overlap.
             extended = _overlap_apply_to_existing(project=project, overlap=project.overlap)
         records = ProjectSettingChange.objects.bulk_create(records)
+        if "consensus_labels" in changed:
+            # Every task's consensus now reads the other labels: rewritten by a worker, task by task.
+            task_send_on_commit("annotation.consensus_recompute_project", project_id=project.pk)
         if changed or extended:
             audit_record(actor=changed_by, action=AuditAction.SETTINGS_CHANGE, project_id=project.pk, now=now,
                          objects=[project], details={"changes": {r.setting: {"old": r.old_value, "new": r.new_value}

@@ -129,6 +129,7 @@ def _settings_context(project: Project, *, posted: Any = None, **extra: Any) -> 
     review_numbers = ("min_seconds_per_item", "review_run_length", "remind_lease_minutes", "remind_idle_days")
     return {"project": project, "tiers": Tier.choices, "history": _history_rows(project),
             "fill_orders": BY_NAME["fill_order"].choices,
+            "consensus_label_choices": BY_NAME["consensus_labels"].choices,
             "consult_switches": [(name, text, form[name] in (True, "on")) for name, text in switches],
             "review_switches": [(name, setting_label(name), form[name] in (True, "on")) for name in review_switches],
             "review_numbers": [(name, setting_label(name), form[name], BY_NAME[name].range)

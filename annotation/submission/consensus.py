@@ -7,11 +7,18 @@ expert for the task (`tie_slot_add`); the verdict that extra vote makes possible
 marked `extra_expert`. A consultation's resolution (`Adjudication`) overrides the votes
 every time the consensus is written: provenance `adjudicated`, and for "item is
 ambiguous" zone `ambiguous` with no majority.
+
+Which value of a label votes is the project's choice (`Project.consensus_labels`): the
+first label as submitted (the default), or the label as revised after the judge's reveal
+(`annotation.reveal`), the first one where the expert revised nothing.
 """
 from collections import defaultdict
 from datetime import datetime
 
-from annotation.models import Adjudication, Assignment, ItemConsensus, Label, Task
+from django.db.models import Case, F, When
+from django.db.models.functions import Coalesce
+
+from annotation.models import Adjudication, Assignment, ConsensusLabels, ItemConsensus, Label, Task
 
 Zone = ItemConsensus.Zone
 Provenance = ItemConsensus.Provenance
@@ -42,8 +49,16 @@ def provenance_of(*, zone: str, base_tied: bool) -> str:
     return Provenance.SINGLE if zone == Zone.SINGLE else Provenance.MAJORITY
 
 
+def voting_value() -> Case:
+    """The value a label votes with, chosen in the same query (no extra read of the project):
+    its revision's where the project counts revised labels and the expert revised it, else the first."""
+    return Case(When(task__project__consensus_labels=ConsensusLabels.REVISED,
+                     then=Coalesce(F("revision__value"), F("value"))), default=F("value"))
+
+
 def consensus_compute(*, task: Task, now: datetime) -> list[ItemConsensus]:
-    """Write (or rewrite) the consensus rows of a task from its counted labels.
+    """Write (or rewrite) the consensus rows of a task from its counted labels (first or revised:
+    the project's `consensus_labels`).
 
     Labels of rejected submissions never count; an item left without a counted label
     loses its row. The first `overlap - extra_slots` labels in submission order are the
@@ -51,7 +66,7 @@ def consensus_compute(*, task: Task, now: datetime) -> list[ItemConsensus]:
     """
     rows = (Label.objects.counted().filter(task=task, assignment__status=Assignment.Status.SUBMITTED)
             .order_by("rubric_item_id", "assignment__submitted_at", "assignment_id")
-            .values_list("rubric_item_id", "value"))
+            .values_list("rubric_item_id", voting_value()))
     votes: dict[int, list[int]] = defaultdict(list)
     for item_id, value in rows:
         votes[item_id].append(value)

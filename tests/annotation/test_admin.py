@@ -137,7 +137,7 @@ def test_an_admin_changes_a_project_setting_but_not_its_rubric(admin_client, wor
         "calibration_retry_delay_s", "control_rate_pct", "control_pause_below_pct", "control_window",
         "hard_min_tier", "tie_extra_cap", "appeal_window_days", "consult_split_min_score",
         "consult_split_share_pct", "consult_deadline_h", "min_seconds_per_item", "review_run_length",
-        "remind_lease_minutes", "remind_idle_days", "judge_agreement_bar_pct", "fill_order")} | {
+        "remind_lease_minutes", "remind_idle_days", "judge_agreement_bar_pct", "fill_order", "consensus_labels")} | {
         "tie_extra_experts": "on", "consult_on_unbroken_tie": "on", "consult_on_score_split": "on",
         "consult_on_many_splits": "on", "review_repeated_notes": "on", "remind_lease_expiring": "on",
         "alert_quality": "on", "alert_deadline_risk": "on"}

@@ -93,7 +93,8 @@ def test_rows_hold_the_consensus_the_labels_by_pseudonym_and_the_version(project
         "dimension_code": item.dimension.code,
         "score": item.score,
         "rubric_version": first.rubric_version.number,
-        "labels": [{"expert": p, "label": v, "submitted_at": NOW.isoformat(), "note": ""}
+        "labels": [{"expert": p, "label": v, "submitted_at": NOW.isoformat(), "note": "", "first_label": v,
+                    "revised_label": None, "revision_reason": None}
                    for p, v in zip(pseudonyms, (1, 0, 1))],
         "hit_votes": 2,
         "total_votes": 3,
@@ -103,6 +104,7 @@ def test_rows_hold_the_consensus_the_labels_by_pseudonym_and_the_version(project
         "judge_label": None,
         "judge_reason": None,
         "judge_runs": [],
+        "labels_used": "first",
     }
 
 

@@ -102,13 +102,14 @@ def test_a_row_carries_question_reply_item_labels_votes_and_every_judge_run(proj
     assert (row["rubric_item_id"], row["item_text"], row["dimension"], row["dimension_code"], row["score"]) == (
         item.item_key, item.content, item.dimension.name_zh, item.dimension.code, item.score)
     assert row["rubric_version"] == 1
+    unrevised = {"revised_label": None, "revision_reason": None}
     assert row["labels"] == [
         {"expert": experts[0].expert_profile.pseudonym, "label": 1,
-         "submitted_at": (NOW + timedelta(minutes=1)).isoformat(), "note": NOTES[1]},
+         "submitted_at": (NOW + timedelta(minutes=1)).isoformat(), "note": NOTES[1], "first_label": 1, **unrevised},
         {"expert": experts[1].expert_profile.pseudonym, "label": 0,
-         "submitted_at": (NOW + timedelta(minutes=2)).isoformat(), "note": NOTES[2]},
+         "submitted_at": (NOW + timedelta(minutes=2)).isoformat(), "note": NOTES[2], "first_label": 0, **unrevised},
         {"expert": experts[2].expert_profile.pseudonym, "label": 1,
-         "submitted_at": (NOW + timedelta(minutes=3)).isoformat(), "note": ""},
+         "submitted_at": (NOW + timedelta(minutes=3)).isoformat(), "note": "", "first_label": 1, **unrevised},
     ]
     assert (row["hit_votes"], row["total_votes"], row["majority"], row["zone"], row["provenance"]) == (
         2, 3, 1, "split", "majority")

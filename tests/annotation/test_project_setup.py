@@ -398,7 +398,8 @@ def test_a_change_in_the_django_admin_goes_through_the_service_and_its_history(a
                                              "tie_extra_cap", "appeal_window_days", "consult_split_min_score",
                                              "consult_split_share_pct", "consult_deadline_h",
                                              "min_seconds_per_item", "review_run_length", "remind_lease_minutes",
-                                             "remind_idle_days", "judge_agreement_bar_pct", "fill_order")}
+                                             "remind_idle_days", "judge_agreement_bar_pct", "fill_order",
+                                             "consensus_labels")}
     form["tie_extra_experts"] = "on"
     form |= {"consult_on_unbroken_tie": "on", "consult_on_score_split": "on", "consult_on_many_splits": "on",
              "review_repeated_notes": "on", "remind_lease_expiring": "on", "alert_quality": "on",

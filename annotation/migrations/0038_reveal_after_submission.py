@@ -10,7 +10,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0036_peer_tally'),
+        ('annotation', '0037_task_golden_index'),
         ('rubrics', '0005_item_insert_guard_per_statement'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

@@ -27,7 +27,7 @@ from annotation.assignment.selectors import (
 )
 from annotation.assignment.services import assignment_claim_next
 from annotation.assignment.views import skip_reasons
-from annotation.exchange.jsonl import upload_read
+from annotation.exchange.jsonl import upload_open
 from annotation.exchange.questions import questions_import
 from annotation.exchange.responses import responses_import
 from annotation.library.selectors import CASES_PER_ITEM, RelevantCase, cases_for_items
@@ -348,7 +348,7 @@ def project_import(request: HttpRequest, project_id: int, kind: str) -> HttpResp
         status = UNPROCESSABLE
     else:
         try:
-            data = upload_read(upload)
+            data = upload_open(upload)
             if kind == "questions":
                 result = questions_import(project=project, data=data, now=timezone.now(), by=request.user)
             else:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ObjectDoesNotExist
@@ -316,7 +317,10 @@ IMPORT_KINDS = ("questions", "responses")
 
 def _project_context(project: Project) -> dict[str, Any]:
     version = rubric_version_current(project)
+    limit = settings.RUBRICA_MAX_IMPORT_BYTES
     return {
+        "import_limit": limit,
+        "import_limit_label": f"{limit / 2**20:.0f} MB" if limit % 2**20 == 0 else f"{limit / 2**20:.1f} MB",
         "project": project,
         "row": task_progress_for_project(project),
         "questions": Question.objects.filter(project=project).count(),

@@ -48,7 +48,7 @@ from typing import Any
 from django.db import transaction
 
 from annotation.audit.services import audit_record
-from annotation.exchange.bulk import CopyBuffer
+from annotation.exchange.bulk import CopyBuffer, CopyStream, import_transaction_tune
 from annotation.exchange.jsonl import (
     ImportResult,
     ImportSource,
@@ -56,6 +56,7 @@ from annotation.exchange.jsonl import (
     RowReader,
     describe,
     import_size_check,
+    jsonl_lines,
     jsonl_objects,
     source_size,
 )
@@ -149,27 +150,29 @@ def questions_import(*, project: Project, data: ImportSource, now: datetime, sou
     nothing when any line is bad or when a question already exists with different
     content. `source` names the file in the published version's changelog.
 
-    One pass over the file, in the transaction that holds the project's imports lock: each
-    valid new row is encoded at once into COPY buffers that spill to disk
-    (`bulk.CopyBuffer`), rows already in the project are compared with the stored ones
-    in batches, and only ids and line numbers are kept. When the file is clean the
-    buffers are copied into the tables; any error rolls everything back.
+    In the transaction that holds the project's imports lock, one pass over the file
+    validates every line and streams each new question to COPY while the rest is parsed
+    (`bulk.CopyStream`: the server's insert and search indexing overlap the parsing); the
+    rubric items wait as COPY text that spills to disk (`bulk.CopyBuffer`). Only ids and
+    line numbers are kept in memory. Rows whose question is already in the project are
+    compared with it in a second pass over just those lines. Any error rolls everything back.
     """
     # Refused before reading the file (a closed project is read-only); checked again under the lock.
     project_check_writable(project)
     import_size_check(size=source_size(data))
-    questions = CopyBuffer(model=Question, fields=QUESTION_FIELDS)
     items = CopyBuffer(model=RubricItem, fields=ITEM_FIELDS)
     try:
         with transaction.atomic():
             project_imports_lock(project=project)
             project_check_writable(project)
+            import_transaction_tune()
             draft = rubric_draft_get_or_create(project=project)
-            skipped = _parse_file(project=project, data=data, source=source, draft=draft, now=now,
-                                  questions=questions, items=items)
+            with CopyStream(model=Question, fields=QUESTION_FIELDS) as questions:
+                stored_lines = _parse_file(project=project, data=data, source=source, draft=draft, now=now,
+                                           questions=questions, items=items)
+            skipped = _compare_stored(project=project, data=data, lines=stored_lines, source=source)
             if not questions.count:
                 raise _NothingNew
-            questions.insert()
             # The search index's entries for these questions wait in its pending list; merged after commit.
             task_send_on_commit("annotation.question_search_merge")
             items_created = items.insert()
@@ -183,17 +186,17 @@ def questions_import(*, project: Project, data: ImportSource, now: datetime, sou
     except _NothingNew:
         return ImportResult(created=0, skipped=skipped)
     finally:
-        questions.close()
         items.close()
     return ImportResult(created=created, skipped=skipped, items_created=items_created, version=draft.number)
 
 
 def _parse_file(*, project: Project, data: ImportSource, source: str, draft: RubricVersion, now: datetime,
-                questions: CopyBuffer, items: CopyBuffer) -> int:
-    """Validate every line, buffering the new questions; returns how many rows are already stored as is.
+                questions: CopyStream, items: CopyBuffer) -> set[int]:
+    """Validate every line, sending the new questions on; returns the lines of questions already stored.
 
-    Raises the file's errors (bad lines, duplicates, stored questions with different
-    content, draft collisions) once the whole file has been read.
+    Raises the file's errors (bad lines, duplicates, draft collisions) once the whole file
+    has been read. The connection is busy with the COPY meanwhile: everything this needs
+    from the database is read before the first row.
     """
     errors = LineErrors()
     dimensions = DimensionIndex()
@@ -202,8 +205,8 @@ def _parse_file(*, project: Project, data: ImportSource, source: str, draft: Rub
     draft_refs = set(RubricItem.objects.filter(version=draft).values_list("question_ref", flat=True).distinct())
     draft_refs -= existing
     first_line: dict[str, int] = {}
-    pending: list[ParsedQuestion] = []
-    rows_seen = skipped = 0
+    stored_lines: set[int] = set()
+    rows_seen = 0
     for line, row in jsonl_objects(data, errors):
         rows_seen += 1
         question = _parse_row(RowReader(errors, line), row, dimensions)
@@ -218,27 +221,22 @@ def _parse_file(*, project: Project, data: ImportSource, source: str, draft: Rub
             continue
         first_line[external_id] = line
         if external_id in existing:
-            pending.append(question)
-            if len(pending) >= COMPARE_BATCH:
-                skipped += _compare_stored(project=project, parsed=pending, errors=errors)
-                pending = []
+            stored_lines.add(line)
         elif external_id in draft_refs:
             errors.add(line, None, f"draft rubric version {draft.number} already has items for question "
                                    f"{describe(external_id)} that is not in the project; remove them from the draft "
                                    "first")
         elif not errors:
             # Once the file has an error nothing will be written: the rest is only validated.
-            _buffer(question, project=project, draft=draft, now=now, questions=questions, items=items)
-    if pending:
-        skipped += _compare_stored(project=project, parsed=pending, errors=errors)
+            _send(question, project=project, draft=draft, now=now, questions=questions, items=items)
     if not rows_seen and not errors:
         errors.add(None, None, "the file has no rows; expected one JSON object per line", code=ErrorCode.FILE_NO_ROWS)
     errors.raise_if_any(source=source)
-    return skipped
+    return stored_lines
 
 
-def _buffer(q: ParsedQuestion, *, project: Project, draft: RubricVersion, now: datetime, questions: CopyBuffer,
-            items: CopyBuffer) -> None:
+def _send(q: ParsedQuestion, *, project: Project, draft: RubricVersion, now: datetime, questions: CopyStream,
+          items: CopyBuffer) -> None:
     questions.write_row((project.pk, q.external_id, q.dialogue, q.final_user_turn, q.difficulty, q.primary_scene,
                          q.secondary_scene, q.source_format, question_search_text(q.dialogue, q.final_user_turn),
                          now))
@@ -371,7 +369,34 @@ def _difficulty(reader: RowReader, value: Any, path: str) -> str:
     return value
 
 
-def _compare_stored(*, project: Project, parsed: list[ParsedQuestion], errors: LineErrors) -> int:
+def _compare_stored(*, project: Project, data: ImportSource, lines: set[int], source: str) -> int:
+    """Compare the file's rows on `lines` (questions the project has) with the stored ones; returns
+    how many are identical, or raises listing those that differ.
+
+    A second pass over the file that parses only those lines, compared COMPARE_BATCH at a time.
+    """
+    if not lines:
+        return 0
+    errors = LineErrors()
+    dimensions = DimensionIndex()
+    batch: list[ParsedQuestion] = []
+    identical = 0
+    for line, raw in jsonl_lines(data, LineErrors()):
+        if line not in lines:
+            continue
+        question = _parse_row(RowReader(errors, line), json.loads(raw), dimensions)
+        if question is not None:
+            batch.append(question)
+        if len(batch) >= COMPARE_BATCH:
+            identical += _compare_batch(project=project, parsed=batch, errors=errors)
+            batch = []
+    if batch:
+        identical += _compare_batch(project=project, parsed=batch, errors=errors)
+    errors.raise_if_any(source=source)
+    return identical
+
+
+def _compare_batch(*, project: Project, parsed: list[ParsedQuestion], errors: LineErrors) -> int:
     """Check questions the project already has against the file; returns how many are identical.
 
     An existing question is compared with the file in everything the file sets; its

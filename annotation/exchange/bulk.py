@@ -45,11 +45,12 @@ def rows_insert(*, model: type[models.Model], fields: Sequence[str], rows: Itera
 
 
 _COPY_UNESCAPES = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
+NULL = "\\N"
 SPOOL_BYTES = 8 * 1024 * 1024
 COPY_CHUNK = 1024 * 1024
 
 
-def _copy_text(text: str) -> str:
+def copy_text(text: str) -> str:
     """`text` in COPY's text format: a backslash, and the characters that end a field or a row, escaped.
 
     Four `str.replace` calls scan in C; `str.translate` with a mapping was four times slower.
@@ -61,7 +62,7 @@ def _copy_field(value: Any) -> str:
     if value is None:
         return "\\N"
     if isinstance(value, str):
-        return _copy_text(value)
+        return copy_text(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     if value == []:
@@ -69,7 +70,7 @@ def _copy_field(value: Any) -> str:
     if isinstance(value, bool):
         return "t" if value else "f"
     if isinstance(value, list | dict):
-        return _copy_text(json.dumps(value, ensure_ascii=False))
+        return copy_text(json.dumps(value, ensure_ascii=False))
     if isinstance(value, datetime):
         return value.isoformat()
     return str(value)
@@ -93,6 +94,11 @@ class CopyBuffer:
     def write_row(self, row: Sequence[Any]) -> None:
         self._file.write(("\t".join(map(_copy_field, row)) + "\n").encode("utf-8"))
         self.count += 1
+
+    def write_lines(self, lines: str, count: int) -> None:
+        """`count` rows already in COPY's text format (each ending in a newline; see `copy_text`)."""
+        self._file.write(lines.encode("utf-8"))
+        self.count += count
 
     def write_rows(self, rows: Iterable[Sequence[Any]]) -> None:
         """Several rows in one write (the rubric items of one question)."""
@@ -204,9 +210,13 @@ def import_transaction_tune() -> None:
       of the request. The database stays consistent; what a crash within the next fraction
       of a second (wal_writer_delay) could lose is this import as a whole, which the PM runs
       again (re-importing a file skips what is already stored).
-    - `work_mem = 256MB`: past gin_pending_list_limit (256 MB, about 25,000 questions) the
-      inserting backend merges the search index's pending list itself, in work_mem-sized
-      batches; with the default 4 MB that merge took 25 s of a 30,000-question import.
+    - `work_mem = 256MB`: past gin_pending_list_limit (2 GB since migration 0036, about
+      200,000 questions; it was 256 MB) the inserting backend merges the search index's
+      pending list itself, in work_mem-sized batches; with the default 4 MB that merge took
+      25 s of a 30,000-question import.
+    - `default_toast_compression = lz4`: a question's dialogue and search text (3 KB each
+      in HeartBench) are compressed by the server as they arrive; lz4 halved the server's
+      share of streaming them against the default pglz. Reads decompress either.
     """
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:

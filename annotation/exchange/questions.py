@@ -48,7 +48,7 @@ from typing import Any
 from django.db import transaction
 
 from annotation.audit.services import audit_record
-from annotation.exchange.bulk import CopyBuffer, CopyStream, import_transaction_tune
+from annotation.exchange.bulk import NULL, CopyBuffer, CopyStream, copy_text, import_transaction_tune
 from annotation.exchange.jsonl import (
     ImportResult,
     ImportSource,
@@ -240,8 +240,14 @@ def _send(q: ParsedQuestion, *, project: Project, draft: RubricVersion, now: dat
     questions.write_row((project.pk, q.external_id, q.dialogue, q.final_user_turn, q.difficulty, q.primary_scene,
                          q.secondary_scene, q.source_format, question_search_text(q.dialogue, q.final_user_turn),
                          now))
-    items.write_rows((draft.pk, q.external_id, i.position, f"{q.external_id}:{i.position}", i.dimension_id,
-                      i.score, i.content, list(i.tags)) for i in q.items)
+    # Rubric items are most of the rows (ten a question): their lines are written directly, since
+    # the generic per-value encoding was a third of the client's time.
+    ref = copy_text(q.external_id)
+    head = f"{draft.pk}\t{ref}\t"
+    items.write_lines("".join(
+        f"{head}{i.position}\t{ref}:{i.position}\t{i.dimension_id}\t{NULL if i.score is None else i.score}\t"
+        f"{copy_text(i.content)}\t{copy_text(json.dumps(list(i.tags), ensure_ascii=False)) if i.tags else '[]'}\n"
+        for i in q.items), len(q.items))
 
 
 def _parse_row(reader: RowReader, row: dict[str, Any], dimensions: DimensionIndex) -> ParsedQuestion | None:

@@ -1,7 +1,8 @@
 """Reading uploaded JSONL: the size cap, per-line decoding, and line errors a PM can act on.
 
-Every import validates the whole file before it writes anything, so problems are
-collected rather than raised one by one: a PM fixes the file once, not once per error.
+Every import validates the whole file, one line at a time, and commits nothing unless every
+line is good, so problems are collected rather than raised one by one: a PM fixes the file
+once, not once per error.
 A field path names where in the row the problem is, JSON-path style with 0-based
 indexes: `rubric[2].score` is the third rubric item's score, as `jq '.rubric[2].score'`
 would find it.
@@ -64,12 +65,6 @@ def upload_open(upload: UploadedFile) -> BinaryIO:
     file = upload.file
     file.seek(0)
     return file
-
-
-def upload_read(upload: UploadedFile) -> bytes:
-    """The bytes of an uploaded file, refused by size before it is loaded (golden and judge imports)."""
-    import_size_check(size=upload.size or 0)
-    return upload.read()
 
 
 def source_size(source: "ImportSource") -> int:

@@ -31,12 +31,14 @@ In both formats the dialogue's last turn must be the user's (A): it becomes
 `Question.final_user_turn`, the earlier turns `Question.dialogue`. Rubric items keep
 stable ids, `item_key = "<question id>:<position>"` with 1-based positions.
 
-The import is all-or-nothing. Every line is parsed and checked first and all problems
-are reported together (see `annotation.exchange.jsonl`); then, in one transaction,
-questions already present with identical content are skipped, one already present with
-different content is an error, and the new questions and items are bulk-inserted (`annotation.exchange.bulk`) into
-the project's draft rubric version, which is then published. A file with nothing new
-creates no version.
+The import is all-or-nothing, in one transaction. The file is read one line at a time
+(an upload stays in the temporary file Django spooled it to) and every problem is reported
+together (see `annotation.exchange.jsonl`). New questions are COPYed while the rest of the
+file is parsed and their rubric items wait as COPY text on disk (`annotation.exchange.bulk`),
+so memory holds ids and line numbers, not rows; questions already present with identical
+content are skipped, one already present with different content is an error, and any error
+rolls back what was sent. The items go into the project's draft rubric version, which is then
+published. A file with nothing new creates no version.
 """
 import hashlib
 import json

@@ -96,9 +96,9 @@ def measure(*, n: int, directory: Path, port: int, token: str, pm_id: int) -> di
     permissions.grant_manage(User.objects.get(pk=pm_id), project)
     env = {**os.environ, "DATABASE_URL": f"{shared.PG}/{shared.DB_NAME}", "DB_CONN_MAX_AGE": "600",
            "AXES_ENABLED": "0", "CELERY_TASK_ALWAYS_EAGER": "0", "REDIS_URL": REDIS,
-           "GUNICORN_BIND": f"127.0.0.1:{port}", "GUNICORN_WORKERS": "1", "GUNICORN_THREADS": "2",
-           "PROMETHEUS_MULTIPROC_DIR": ""}
+           "GUNICORN_BIND": f"127.0.0.1:{port}", "GUNICORN_WORKERS": "1", "GUNICORN_THREADS": "2"}
     env.pop("RUBRICA_MAX_IMPORT_BYTES", None)  # the default cap
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)  # set even empty, the metrics would write files into the checkout
     server = subprocess.Popen([str(shared.ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi:application",
                                "-c", "platform/gunicorn.conf.py", "--access-logfile", "/dev/null",
                                "--log-level", "warning"], cwd=shared.ROOT, env=env)

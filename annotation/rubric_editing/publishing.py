@@ -121,17 +121,12 @@ def tasks_ensure_for_version(*, project: Project, version: RubricVersion) -> int
     """Give every response whose question has items in `version` a task on it; returns how many were added."""
     has_items = RubricItem.objects.filter(version=version, question_ref=OuterRef("question__external_id"))
     has_task = Task.objects.filter(response=OuterRef("pk"), rubric_version=version)
-    responses = list(
-        Response.objects.filter(project=project)
-        .filter(Exists(has_items)).exclude(Exists(has_task)).values_list("pk", flat=True)
-    )
-    if not responses:
-        return 0
-    untouched = (Task.objects.filter(project=project, response_id__in=responses, live_count=0,
-                                     submitted_count=0, status=Task.Status.OPEN, is_golden=False)
-                 .exclude(rubric_version=version))
-    moved = set(untouched.values_list("response_id", flat=True))
-    untouched.update(rubric_version=version)
+    pending = Response.objects.filter(project=project).filter(Exists(has_items)).exclude(Exists(has_task))
+    # Subqueries, not lists of ids: a 100,000-response import bound 100,000 ids twice here.
+    moved = (Task.objects.filter(project=project, response__in=pending.values("pk"), live_count=0,
+                                 submitted_count=0, status=Task.Status.OPEN, is_golden=False)
+             .exclude(rubric_version=version).update(rubric_version=version))
+    responses = list(pending.values_list("pk", flat=True))  # those a moved task now covers are gone
     # COPY (annotation.exchange.bulk): a responses import of 10,000 rows gives 10,000 tasks, and
     # bulk_create spent about 1 s of client time binding them.
     now = timezone.now()
@@ -140,6 +135,6 @@ def tasks_ensure_for_version(*, project: Project, version: RubricVersion) -> int
         fields=["project_id", "response_id", "rubric_version_id", "overlap", "live_count", "submitted_count", "status",
                 "shuffle_key", "is_golden", "extra_slots", "priority", "created_at"],
         rows=((project.pk, rid, version.pk, project.overlap, 0, 0, Task.Status.OPEN.value, random.getrandbits(62),
-               False, 0, 0, now) for rid in responses if rid not in moved),
+               False, 0, 0, now) for rid in responses),
     )
-    return len(responses)
+    return moved + len(responses)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ObjectDoesNotExist
@@ -28,7 +29,7 @@ from annotation.assignment.selectors import (
 )
 from annotation.assignment.services import assignment_claim_next
 from annotation.assignment.views import skip_reasons
-from annotation.exchange.jsonl import upload_read
+from annotation.exchange.jsonl import upload_open
 from annotation.exchange.questions import questions_import
 from annotation.exchange.responses import responses_import
 from annotation.library.selectors import CASES_PER_ITEM, RelevantCase, cases_for_items
@@ -330,7 +331,10 @@ IMPORT_KINDS = ("questions", "responses")
 
 def _project_context(project: Project) -> dict[str, Any]:
     version = rubric_version_current(project)
+    limit = settings.RUBRICA_MAX_IMPORT_BYTES
     return {
+        "import_limit": limit,
+        "import_limit_label": f"{limit / 2**20:.0f} MB" if limit % 2**20 == 0 else f"{limit / 2**20:.1f} MB",
         "project": project,
         "row": task_progress_for_project(project),
         "questions": Question.objects.filter(project=project).count(),
@@ -362,7 +366,7 @@ def project_import(request: HttpRequest, project_id: int, kind: str) -> HttpResp
         status = UNPROCESSABLE
     else:
         try:
-            data = upload_read(upload)
+            data = upload_open(upload)
             if kind == "questions":
                 result = questions_import(project=project, data=data, now=timezone.now(), by=request.user)
             else:

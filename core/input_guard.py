@@ -7,7 +7,8 @@ request with a message naming the field, before any view runs, and so nothing is
 
 - `InputGuardMiddleware` checks query parameters and form fields (urlencoded and
   multipart; uploaded files are data and are checked by their importers), and refuses a
-  body larger than DATA_UPLOAD_MAX_MEMORY_SIZE with a message instead of Django's bare 400;
+  body larger than DATA_UPLOAD_MAX_MEMORY_SIZE with a message instead of Django's bare 400,
+  except an import's upload, which may reach RUBRICA_MAX_IMPORT_BYTES;
 - `GuardedJSONParser` (the API's JSON parser) refuses a body nested deeper than
   MAX_JSON_DEPTH (Python's parser would overflow its stack on 2,000 levels) and control
   characters in any key or string value, naming the path to it.
@@ -24,12 +25,20 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.urls import Resolver404, resolve
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
 from core.error_codes import ErrorCode
 from core.errors import DomainError, error_message
 
+# The pages and API operations that take an import file (multipart `file`), by URL name.
+IMPORT_URL_NAMES = frozenset({
+    "project_import", "golden_import", "judge_labels_import",
+    "api-questions-import", "api-responses-import", "api-golden-import", "api-judge-labels-import",
+})
+# An import form's fields other than the file (model, run names, the CSRF token) and its boundaries.
+IMPORT_FORM_OVERHEAD = 64 * 1024
 CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 MAX_JSON_DEPTH = 64
 ERROR_TEMPLATE = "partials/domain_error.html"
@@ -53,6 +62,20 @@ def too_large_error() -> DomainError:
     limit = round(settings.DATA_UPLOAD_MAX_MEMORY_SIZE / 2**20, 1)
     return DomainError(f"The request is too large: at most {limit} MB. Nothing was saved.",
                        code=ErrorCode.INPUT_TOO_LARGE, status=413, params={"limit": limit})
+
+
+def upload_too_large_error(*, size: int) -> DomainError:
+    """An import file over RUBRICA_MAX_IMPORT_BYTES: the message names the file's size and the limit."""
+    limit = settings.RUBRICA_MAX_IMPORT_BYTES
+    message = (f"The file is {_megabytes(size)}, over the import limit of {_megabytes(limit)}; "
+               "split it into smaller files.")
+    return DomainError(message, code=ErrorCode.TOO_LARGE, status=413,
+                       errors=[{"line": None, "field": "file", "message": message}],
+                       params={"size": _megabytes(size), "limit": _megabytes(limit)})
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MB"
 
 
 def too_deep_error() -> DomainError:
@@ -92,9 +115,10 @@ class InputGuardMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         length = request.META.get("CONTENT_LENGTH") or ""
-        if length.isdigit() and int(length) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE \
-                and not (request.content_type or "").startswith("multipart/"):
-            return refusal(request, too_large_error())
+        if length.isdigit():
+            refused = _too_large(request, int(length))
+            if refused is not None:
+                return refusal(request, refused)
         try:
             for field, text in _fields(request):
                 character = control_character(text)
@@ -103,6 +127,31 @@ class InputGuardMiddleware:
         except RequestDataTooBig:
             return refusal(request, too_large_error())
         return self.get_response(request)
+
+
+def _too_large(request: HttpRequest, length: int) -> DomainError | None:
+    """The refusal of a body too large for where it is sent, by its declared length, before it is read.
+
+    An import's multipart upload may be as large as the import cap (Django spools its file to
+    disk as it arrives and the importer reads it line by line), plus room for the form's
+    other fields and boundaries; every other body, multipart or not, is held in memory and
+    keeps DATA_UPLOAD_MAX_MEMORY_SIZE.
+    """
+    if (request.content_type or "").startswith("multipart/") and _is_import(request):
+        if length > settings.RUBRICA_MAX_IMPORT_BYTES + IMPORT_FORM_OVERHEAD:
+            return upload_too_large_error(size=length)
+        return None
+    if length > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+        return too_large_error()
+    return None
+
+
+def _is_import(request: HttpRequest) -> bool:
+    try:
+        match = resolve(request.path_info)
+    except Resolver404:
+        return False
+    return match.url_name in IMPORT_URL_NAMES
 
 
 def _control_path(value: Any, path: str = "") -> tuple[str, str] | None:

@@ -65,6 +65,31 @@ def test_every_config_map_and_secret_a_pod_reads_exists_and_every_key_is_a_setti
     assert {"SECRET_KEY", "RUBRICA_SECRETS_KEY", "DATABASE_URL", "REDIS_URL"} <= keys
 
 
+def _megabytes(size: str) -> float:
+    """An nginx size ("501m", "1g", "1048576") in MiB."""
+    number, unit = re.fullmatch(r"(\d+)([kmg]?)", size.lower()).groups()
+    return int(number) * {"": 2**-20, "k": 2**-10, "m": 1, "g": 1024}[unit]
+
+
+def test_the_ingress_lets_an_import_as_large_as_the_cap_through_to_the_web_service():
+    from django.conf import settings
+
+    from core.input_guard import IMPORT_FORM_OVERHEAD
+
+    ingress = _by_kind("Ingress")["rubrica-web"]
+    annotations = ingress["metadata"]["annotations"]
+    cap = int(_by_kind("ConfigMap")["rubrica-config"]["data"]["RUBRICA_MAX_IMPORT_BYTES"])
+    backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
+    service = _by_kind("Service")[backend["name"]]
+
+    assert cap == settings.RUBRICA_MAX_IMPORT_BYTES  # the manifest says what the default is
+    body_limit = _megabytes(annotations["nginx.ingress.kubernetes.io/proxy-body-size"])
+    assert (cap + IMPORT_FORM_OVERHEAD) / 2**20 <= body_limit < cap / 2**20 + 16
+    assert annotations["nginx.ingress.kubernetes.io/proxy-request-buffering"] == "off"
+    assert int(annotations["nginx.ingress.kubernetes.io/proxy-read-timeout"]) >= 120
+    assert backend["port"]["name"] in {p["name"] for p in service["spec"]["ports"]}
+
+
 def test_the_web_probes_hit_healthz_on_the_served_port_with_an_allowed_host():
     web = _by_kind("Deployment")["rubrica-web"]
     container = web["spec"]["template"]["spec"]["containers"][0]

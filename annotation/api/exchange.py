@@ -26,7 +26,7 @@ from annotation.exchange.export_jobs import (
     export_stream_start,
 )
 from annotation.exchange.golden import golden_import
-from annotation.exchange.jsonl import upload_read
+from annotation.exchange.jsonl import upload_open
 from annotation.exchange.judge_labels import judge_labels_import
 from annotation.exchange.questions import questions_import
 from annotation.exchange.responses import responses_import
@@ -64,7 +64,7 @@ class QuestionsImportApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         upload = serializer.validated_data["file"]
-        result = questions_import(project=project, data=upload_read(upload), now=timezone.now(),
+        result = questions_import(project=project, data=upload_open(upload), now=timezone.now(),
                                   source=upload.name, by=request.user)
         body = {"questions_created": result.created, "items_created": result.items_created,
                 "skipped": result.skipped, "version": result.version}
@@ -99,7 +99,7 @@ class ResponsesImportApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         upload = serializer.validated_data["file"]
-        result = responses_import(project=project, data=upload_read(upload),
+        result = responses_import(project=project, data=upload_open(upload),
                                   model=serializer.validated_data.get("model"), now=timezone.now(),
                                   source=upload.name, by=request.user)
         body = {"responses_created": result.created, "tasks_created": result.tasks_created,
@@ -259,7 +259,7 @@ class GoldenImportApi(APIView):
         body = self.InputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         upload = body.validated_data["file"]
-        result = golden_import(project=project, data=upload_read(upload), now=timezone.now(), source=upload.name,
+        result = golden_import(project=project, data=upload_open(upload), now=timezone.now(), source=upload.name,
                                by=request.user)
         out = {"tasks": result.tasks, "references": result.references, "version": result.version}
         return Response(self.OutputSerializer(out).data, status=status.HTTP_201_CREATED)
@@ -299,7 +299,7 @@ class JudgeLabelsImportApi(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         upload = data["file"]
-        result = judge_labels_import(project=project, data=upload_read(upload), run_name=data["run"],
+        result = judge_labels_import(project=project, data=upload_open(upload), run_name=data["run"],
                                      judge_model=data.get("judge_model"), prompt_version=data.get("prompt_version"),
                                      created_by=request.user, now=timezone.now(), source=upload.name,
                                      config_version=data.get("config_version"))

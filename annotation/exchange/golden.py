@@ -27,7 +27,7 @@ from django.db import transaction
 
 from annotation.audit.services import audit_record
 from annotation.calibration.golden_set import task_mark_golden
-from annotation.exchange.jsonl import LineErrors, RowReader, describe, jsonl_objects
+from annotation.exchange.jsonl import ImportSource, LineErrors, RowReader, describe, jsonl_objects
 from annotation.lock_objects import project_imports_lock
 from annotation.models import Assignment, AuditAction, GoldenReference, Project, Question, Response, Task
 from annotation.projects.rules import project_check_writable
@@ -99,7 +99,7 @@ def _read_rationales(reader: RowReader, row: dict, expected: int) -> list[str] |
     return out
 
 
-def _parse(*, project: Project, version: RubricVersion, data: bytes, source: str) -> list[_GoldenRow]:
+def _parse(*, project: Project, version: RubricVersion, data: ImportSource, source: str) -> list[_GoldenRow]:
     errors = LineErrors()
     objects = list(jsonl_objects(data, errors))
     question_ids = {str(row.get("question_id")) for _n, row in objects}
@@ -149,7 +149,7 @@ def _parse(*, project: Project, version: RubricVersion, data: bytes, source: str
     return rows
 
 
-def golden_import(*, project: Project, data: bytes, now: datetime, source: str = "upload",
+def golden_import(*, project: Project, data: ImportSource, now: datetime, source: str = "upload",
                   by: User | None = None) -> GoldenImportResult:
     """Import reference labels for golden tasks of the current rubric version, all or nothing.
 

@@ -1,22 +1,33 @@
 """Reading uploaded JSONL: the size cap, per-line decoding, and line errors a PM can act on.
 
-Every import validates the whole file before it writes anything, so problems are
-collected rather than raised one by one: a PM fixes the file once, not once per error.
+Every import validates the whole file, one line at a time, and commits nothing unless every
+line is good, so problems are collected rather than raised one by one: a PM fixes the file
+once, not once per error.
 A field path names where in the row the problem is, JSON-path style with 0-based
 indexes: `rubric[2].score` is the third rubric item's score, as `jq '.rubric[2].score'`
 would find it.
 """
+import io
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from core.error_codes import ErrorCode
 from core.errors import DomainError, field_error_message
+from core.input_guard import upload_too_large_error
+
+# What an import reads: the bytes of a small file, or a file opened in binary mode (an upload
+# Django spooled to disk, a file named on the command line), read line by line.
+ImportSource = bytes | BinaryIO
+# One line is held whole while it is parsed; a "line" longer than this is not a row of any format.
+MAX_LINE_BYTES = 16 * 1024 * 1024
 
 MAX_LISTED_ERRORS = 50
 INT32 = 2**31 - 1
@@ -39,24 +50,31 @@ class ImportResult:
 
 
 def import_size_check(*, size: int) -> None:
-    """Refuse an upload over RUBRICA_MAX_IMPORT_BYTES before anything reads or parses it.
+    """Refuse an upload over RUBRICA_MAX_IMPORT_BYTES before anything parses it."""
+    if size > settings.RUBRICA_MAX_IMPORT_BYTES:
+        raise upload_too_large_error(size=size)
 
-    The file is held in memory whole while it is validated (all-or-nothing), so the cap
-    keeps one upload from exhausting a web worker.
+
+def upload_open(upload: UploadedFile) -> BinaryIO:
+    """The uploaded file to read line by line, refused by size before anything parses it.
+
+    Django keeps an upload over FILE_UPLOAD_MAX_MEMORY_SIZE in a temporary file on disk;
+    the importers iterate it line by line and never hold it whole.
     """
-    limit = settings.RUBRICA_MAX_IMPORT_BYTES
-    if size > limit:
-        message = (f"The file is {_megabytes(size)}, over the import limit of {_megabytes(limit)}; "
-                   "split it into smaller files.")
-        raise DomainError(message, code=ErrorCode.TOO_LARGE, status=413,
-                          errors=[{"line": None, "field": "file", "message": message}],
-                          params={"size": _megabytes(size), "limit": _megabytes(limit)})
+    import_size_check(size=upload.size or 0)
+    file = upload.file
+    file.seek(0)
+    return file
 
 
-def upload_read(upload) -> bytes:
-    """The bytes of an uploaded file, refused by size before it is loaded or parsed."""
-    import_size_check(size=upload.size)
-    return upload.read()
+def source_size(source: "ImportSource") -> int:
+    """The size in bytes of an import's bytes or file."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        return len(source)
+    position = source.tell()
+    size = source.seek(0, os.SEEK_END)
+    source.seek(position)
+    return size
 
 
 def _megabytes(size: int) -> str:
@@ -161,16 +179,35 @@ def format_line_error(error: dict[str, Any]) -> str:
     return ": ".join([*parts, error["message"]])
 
 
-def jsonl_objects(data: bytes, errors: LineErrors) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) for each non-blank line that is a JSON object.
+def jsonl_lines(source: ImportSource, errors: LineErrors) -> Iterator[tuple[int, bytes]]:
+    """Yield (line number, bytes without the newline) for each line of `source`, one at a time.
+
+    Lines end at "\\n" only, as `bytes.split(b"\\n")` would cut them. A UTF-8 byte-order mark
+    at the start is dropped: spreadsheet tools on Windows write one. A line over
+    MAX_LINE_BYTES is recorded in `errors` and skipped without being held.
+    """
+    file = io.BytesIO(source) if isinstance(source, bytes | bytearray | memoryview) else source
+    file.seek(0)
+    number = 0
+    while raw := file.readline(MAX_LINE_BYTES + 1):
+        number += 1
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            while (rest := file.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+                pass
+            errors.add(number, None, f"longer than {_megabytes(MAX_LINE_BYTES)}; expected one JSON object per line")
+            continue
+        yield number, raw[:-1] if raw.endswith(b"\n") else raw
+
+
+def jsonl_objects(source: ImportSource, errors: LineErrors) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each non-blank line that is a JSON object, one line at a time.
 
     Lines that are not UTF-8, not JSON or not an object are recorded in `errors` and
-    skipped, so the caller still validates the rest of the file. A UTF-8 byte-order
-    mark at the start is tolerated: spreadsheet tools on Windows write one.
+    skipped, so the caller still validates the rest of the file.
     """
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    for number, raw in enumerate(data.split(b"\n"), start=1):
+    for number, raw in jsonl_lines(source, errors):
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -18,7 +18,15 @@ from django.db import transaction
 from django.db.models import Count
 
 from annotation.audit.services import audit_record
-from annotation.exchange.jsonl import LineErrors, RowReader, describe, import_size_check, jsonl_objects
+from annotation.exchange.jsonl import (
+    ImportSource,
+    LineErrors,
+    RowReader,
+    describe,
+    import_size_check,
+    jsonl_objects,
+    source_size,
+)
 from annotation.lock_objects import project_imports_lock
 from annotation.models import (
     AuditAction,
@@ -67,7 +75,7 @@ class _Row:
     reason: str
 
 
-def judge_labels_import(*, project: Project, data: bytes, run_name: str, judge_model: str | None = None,
+def judge_labels_import(*, project: Project, data: ImportSource, run_name: str, judge_model: str | None = None,
                         prompt_version: str | None = None, created_by: User | None = None, now: datetime,
                         source: str = "upload", config_version: object = None) -> JudgeImportResult:
     """Import judge labels into the run `run_name` of `project` (created if new).
@@ -81,7 +89,7 @@ def judge_labels_import(*, project: Project, data: bytes, run_name: str, judge_m
     """
     # Refused before reading the file (a closed project is read-only); checked again under the lock.
     project_check_writable(project)
-    import_size_check(size=len(data))
+    import_size_check(size=source_size(data))
     run_name = _option(run_name, "run", RUN_NAME_MAX, required=True)
     judge_model = _option(judge_model, "judge_model", JUDGE_MODEL_MAX)
     prompt_version = _option(prompt_version, "prompt_version", PROMPT_VERSION_MAX)
@@ -186,7 +194,7 @@ def _run_version(*, project: Project, run: JudgeRun | None, judge_model: str,
     return run.rubric_version
 
 
-def _rows_validated(*, project: Project, version: RubricVersion, run: JudgeRun | None, data: bytes,
+def _rows_validated(*, project: Project, version: RubricVersion, run: JudgeRun | None, data: ImportSource,
                     source: str) -> tuple[list[_Row], int]:
     """The rows to write, and how many rows the run already holds as they are.
 

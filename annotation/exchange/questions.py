@@ -31,12 +31,14 @@ In both formats the dialogue's last turn must be the user's (A): it becomes
 `Question.final_user_turn`, the earlier turns `Question.dialogue`. Rubric items keep
 stable ids, `item_key = "<question id>:<position>"` with 1-based positions.
 
-The import is all-or-nothing. Every line is parsed and checked first and all problems
-are reported together (see `annotation.exchange.jsonl`); then, in one transaction,
-questions already present with identical content are skipped, one already present with
-different content is an error, and the new questions and items are bulk-inserted (`annotation.exchange.bulk`) into
-the project's draft rubric version, which is then published. A file with nothing new
-creates no version.
+The import is all-or-nothing, in one transaction. The file is read one line at a time
+(an upload stays in the temporary file Django spooled it to) and every problem is reported
+together (see `annotation.exchange.jsonl`). New questions are COPYed while the rest of the
+file is parsed and their rubric items wait as COPY text on disk (`annotation.exchange.bulk`),
+so memory holds ids and line numbers, not rows; questions already present with identical
+content are skipped, one already present with different content is an error, and any error
+rolls back what was sent. The items go into the project's draft rubric version, which is then
+published. A file with nothing new creates no version.
 """
 import hashlib
 import json
@@ -48,8 +50,18 @@ from typing import Any
 from django.db import transaction
 
 from annotation.audit.services import audit_record
-from annotation.exchange.bulk import rows_insert
-from annotation.exchange.jsonl import ImportResult, LineErrors, RowReader, describe, import_size_check, jsonl_objects
+from annotation.exchange.bulk import NULL, CopyBuffer, CopyStream, copy_text, import_transaction_tune
+from annotation.exchange.jsonl import (
+    ImportResult,
+    ImportSource,
+    LineErrors,
+    RowReader,
+    describe,
+    import_size_check,
+    jsonl_lines,
+    jsonl_objects,
+    source_size,
+)
 from annotation.lock_objects import project_imports_lock
 from annotation.models import AuditAction, Difficulty, Project, Question
 from annotation.models.project import question_search_text
@@ -59,8 +71,9 @@ from annotation.selectors import rubric_version_current
 from core.after_commit import task_send_on_commit
 from core.error_codes import ErrorCode
 from experts.models import User
-from rubrics.models import Dimension, RubricItem
+from rubrics.models import Dimension, RubricItem, RubricVersion
 
+DIFFICULTIES = frozenset(Difficulty.values)
 HEARTBENCH_ROLES = {"A": "A", "B": "B"}
 # None: the turn is dropped (see the module docstring).
 HEALTHBENCH_ROLES = {"user": "A", "assistant": "B", "system": None}
@@ -119,74 +132,124 @@ class DimensionIndex:
         return self._ids.get(name) or self._ids.get(name.casefold())
 
 
-def questions_import(*, project: Project, data: bytes, now: datetime, source: str = "upload",
+QUESTION_FIELDS = ["project_id", "external_id", "dialogue", "final_user_turn", "difficulty", "primary_scene",
+                   "secondary_scene", "source_format", "search_text", "created_at"]
+ITEM_FIELDS = ["version_id", "question_ref", "position", "item_key", "dimension_id", "score", "content", "tags"]
+# Rows of the file already in the project are compared with the stored questions this many at a time.
+COMPARE_BATCH = 500
+
+
+class _NothingNew(Exception):
+    """Every row is already in the project: the draft opened for the import is rolled back."""
+
+
+def questions_import(*, project: Project, data: ImportSource, now: datetime, source: str = "upload",
                      by: User | None = None) -> ImportResult:
     """Import a HeartBench or HealthBench JSONL file into `project`, all or nothing.
 
-    Raises DomainError with one entry per problem (`{"line", "field", "message"}`) and
-    writes nothing when any line is bad or when a question already exists with
-    different content. `source` names the file in the published version's changelog.
+    `data` is the file's bytes or a binary file, read one line at a time. Raises
+    DomainError with one entry per problem (`{"line", "field", "message"}`) and writes
+    nothing when any line is bad or when a question already exists with different
+    content. `source` names the file in the published version's changelog.
+
+    In the transaction that holds the project's imports lock, one pass over the file
+    validates every line and streams each new question to COPY while the rest is parsed
+    (`bulk.CopyStream`: the server's insert and search indexing overlap the parsing); the
+    rubric items wait as COPY text that spills to disk (`bulk.CopyBuffer`). Only ids and
+    line numbers are kept in memory. Rows whose question is already in the project are
+    compared with it in a second pass over just those lines. Any error rolls everything back.
     """
     # Refused before reading the file (a closed project is read-only); checked again under the lock.
     project_check_writable(project)
-    import_size_check(size=len(data))
-    parsed = _parse_file(data=data, source=source)
-    with transaction.atomic():
-        project_imports_lock(project=project)
-        project_check_writable(project)
-        new, skipped = _split_new(project=project, parsed=parsed, source=source)
-        if not new:
-            return ImportResult(created=0, skipped=skipped)
-        draft = rubric_draft_get_or_create(project=project)
-        _refuse_draft_collisions(version=draft, new=new, source=source)
-        rows_insert(
-            model=Question,
-            fields=["project_id", "external_id", "dialogue", "final_user_turn", "difficulty", "primary_scene",
-                    "secondary_scene", "source_format", "search_text", "created_at"],
-            rows=((project.pk, q.external_id, q.dialogue, q.final_user_turn, q.difficulty, q.primary_scene,
-                   q.secondary_scene, q.source_format, question_search_text(q.dialogue, q.final_user_turn), now)
-                  for q in new),
-        )
-        # The search index's entries for these questions wait in its pending list; merged after commit.
-        task_send_on_commit("annotation.question_search_merge")
-        items_created = rows_insert(
-            model=RubricItem,
-            fields=["version_id", "question_ref", "position", "item_key", "dimension_id", "score", "content", "tags"],
-            rows=((draft.pk, q.external_id, i.position, f"{q.external_id}:{i.position}", i.dimension_id, i.score,
-                   i.content, list(i.tags)) for q in new for i in q.items),
-        )
-        noun = "question" if len(new) == 1 else "questions"
-        rubric_version_publish(project=project, version=draft, reason=f"Imported {len(new)} {noun} from {source}",
-                               now=now)
-        audit_record(actor=by, action=AuditAction.QUESTIONS_IMPORT, project_id=project.pk, objects=[draft], now=now,
-                     details={"source": source, "questions": len(new), "items": items_created, "skipped": skipped,
-                              "version": draft.number})
-    return ImportResult(created=len(new), skipped=skipped, items_created=items_created, version=draft.number)
+    import_size_check(size=source_size(data))
+    items = CopyBuffer(model=RubricItem, fields=ITEM_FIELDS)
+    try:
+        with transaction.atomic():
+            project_imports_lock(project=project)
+            project_check_writable(project)
+            import_transaction_tune()
+            draft = rubric_draft_get_or_create(project=project)
+            with CopyStream(model=Question, fields=QUESTION_FIELDS) as questions:
+                stored_lines = _parse_file(project=project, data=data, source=source, draft=draft, now=now,
+                                           questions=questions, items=items)
+            skipped = _compare_stored(project=project, data=data, lines=stored_lines, source=source)
+            if not questions.count:
+                raise _NothingNew
+            # The search index's entries for these questions wait in its pending list; merged after commit.
+            task_send_on_commit("annotation.question_search_merge")
+            items_created = items.insert()
+            created = questions.count
+            noun = "question" if created == 1 else "questions"
+            rubric_version_publish(project=project, version=draft, reason=f"Imported {created} {noun} from {source}",
+                                   now=now)
+            audit_record(actor=by, action=AuditAction.QUESTIONS_IMPORT, project_id=project.pk, objects=[draft],
+                         now=now, details={"source": source, "questions": created, "items": items_created,
+                                           "skipped": skipped, "version": draft.number})
+    except _NothingNew:
+        return ImportResult(created=0, skipped=skipped)
+    finally:
+        items.close()
+    return ImportResult(created=created, skipped=skipped, items_created=items_created, version=draft.number)
 
 
-def _parse_file(*, data: bytes, source: str) -> list[ParsedQuestion]:
+def _parse_file(*, project: Project, data: ImportSource, source: str, draft: RubricVersion, now: datetime,
+                questions: CopyStream, items: CopyBuffer) -> set[int]:
+    """Validate every line, sending the new questions on; returns the lines of questions already stored.
+
+    Raises the file's errors (bad lines, duplicates, draft collisions) once the whole file
+    has been read. The connection is busy with the COPY meanwhile: everything this needs
+    from the database is read before the first row.
+    """
     errors = LineErrors()
     dimensions = DimensionIndex()
-    parsed: list[ParsedQuestion] = []
+    existing = set(Question.objects.filter(project=project).values_list("external_id", flat=True))
+    # The draft's own items for questions not in the project (a draft started by hand) would collide.
+    draft_refs = set(RubricItem.objects.filter(version=draft).values_list("question_ref", flat=True).distinct())
+    draft_refs -= existing
     first_line: dict[str, int] = {}
+    stored_lines: set[int] = set()
     rows_seen = 0
     for line, row in jsonl_objects(data, errors):
         rows_seen += 1
         question = _parse_row(RowReader(errors, line), row, dimensions)
         if question is None:
             continue
-        if question.external_id in first_line:
-            errors.add(line, question.id_field, f"duplicate question id {describe(question.external_id)} "
-                                                f"(first on line {first_line[question.external_id]})",
+        external_id = question.external_id
+        if external_id in first_line:
+            errors.add(line, question.id_field, f"duplicate question id {describe(external_id)} "
+                                                f"(first on line {first_line[external_id]})",
                        code=ErrorCode.DUPLICATE_QUESTION,
-                       params={"question": describe(question.external_id), "first": first_line[question.external_id]})
+                       params={"question": describe(external_id), "first": first_line[external_id]})
             continue
-        first_line[question.external_id] = line
-        parsed.append(question)
+        first_line[external_id] = line
+        if external_id in existing:
+            stored_lines.add(line)
+        elif external_id in draft_refs:
+            errors.add(line, None, f"draft rubric version {draft.number} already has items for question "
+                                   f"{describe(external_id)} that is not in the project; remove them from the draft "
+                                   "first")
+        elif not errors:
+            # Once the file has an error nothing will be written: the rest is only validated.
+            _send(question, project=project, draft=draft, now=now, questions=questions, items=items)
     if not rows_seen and not errors:
         errors.add(None, None, "the file has no rows; expected one JSON object per line", code=ErrorCode.FILE_NO_ROWS)
     errors.raise_if_any(source=source)
-    return parsed
+    return stored_lines
+
+
+def _send(q: ParsedQuestion, *, project: Project, draft: RubricVersion, now: datetime, questions: CopyStream,
+          items: CopyBuffer) -> None:
+    questions.write_row((project.pk, q.external_id, q.dialogue, q.final_user_turn, q.difficulty, q.primary_scene,
+                         q.secondary_scene, q.source_format, question_search_text(q.dialogue, q.final_user_turn),
+                         now))
+    # Rubric items are most of the rows (ten a question): their lines are written directly, since
+    # the generic per-value encoding was a third of the client's time.
+    ref = copy_text(q.external_id)
+    head = f"{draft.pk}\t{ref}\t"
+    items.write_lines("".join(
+        f"{head}{i.position}\t{ref}:{i.position}\t{i.dimension_id}\t{NULL if i.score is None else i.score}\t"
+        f"{copy_text(i.content)}\t{copy_text(json.dumps(list(i.tags), ensure_ascii=False)) if i.tags else '[]'}\n"
+        for i in q.items), len(q.items))
 
 
 def _parse_row(reader: RowReader, row: dict[str, Any], dimensions: DimensionIndex) -> ParsedQuestion | None:
@@ -307,46 +370,69 @@ def _healthbench_dimension(reader: RowReader, dimensions: DimensionIndex, tags: 
 
 
 def _difficulty(reader: RowReader, value: Any, path: str) -> str:
-    if value not in Difficulty.values:
+    if not isinstance(value, str) or value not in DIFFICULTIES:
         reader.error(path, f'expected "normal" or "hard", got {describe(value)}', code=ErrorCode.BAD_DIFFICULTY,
                      params={"got": describe(value)})
         return Difficulty.NORMAL
     return value
 
 
-def _split_new(*, project: Project, parsed: list[ParsedQuestion], source: str) -> tuple[list[ParsedQuestion], int]:
-    """The questions not yet in the project, and how many were skipped as identical.
+def _compare_stored(*, project: Project, data: ImportSource, lines: set[int], source: str) -> int:
+    """Compare the file's rows on `lines` (questions the project has) with the stored ones; returns
+    how many are identical, or raises listing those that differ.
+
+    A second pass over the file that parses only those lines, compared COMPARE_BATCH at a time.
+    """
+    if not lines:
+        return 0
+    errors = LineErrors()
+    dimensions = DimensionIndex()
+    batch: list[ParsedQuestion] = []
+    identical = 0
+    for line, raw in jsonl_lines(data, LineErrors()):
+        if line not in lines:
+            continue
+        question = _parse_row(RowReader(errors, line), json.loads(raw), dimensions)
+        if question is not None:
+            batch.append(question)
+        if len(batch) >= COMPARE_BATCH:
+            identical += _compare_batch(project=project, parsed=batch, errors=errors)
+            batch = []
+    if batch:
+        identical += _compare_batch(project=project, parsed=batch, errors=errors)
+    errors.raise_if_any(source=source)
+    return identical
+
+
+def _compare_batch(*, project: Project, parsed: list[ParsedQuestion], errors: LineErrors) -> int:
+    """Check questions the project already has against the file; returns how many are identical.
 
     An existing question is compared with the file in everything the file sets; its
     rubric items are those of the current published version.
     """
-    existing = {
+    stored = {
         row["external_id"]: row
         for row in Question.objects.filter(project=project, external_id__in=[q.external_id for q in parsed])
         .values("external_id", "dialogue", "final_user_turn", "difficulty", "primary_scene", "secondary_scene")
     }
     stored_items: dict[str, list[tuple]] = defaultdict(list)
-    current = rubric_version_current(project) if existing else None
+    current = rubric_version_current(project)
     if current is not None:
-        for ref, *signature in (RubricItem.objects.filter(version=current, question_ref__in=list(existing))
+        for ref, *signature in (RubricItem.objects.filter(version=current, question_ref__in=list(stored))
                                 .order_by("question_ref", "position")
                                 .values_list("question_ref", "position", "dimension_id", "score", "content", "tags")):
             stored_items[ref].append(tuple(signature))
-    errors = LineErrors()
-    new = []
+    identical = 0
     for question in parsed:
-        stored = existing.get(question.external_id)
-        if stored is None:
-            new.append(question)
+        differs = _first_difference(question, stored[question.external_id], stored_items[question.external_id])
+        if differs is None:
+            identical += 1
             continue
-        differs = _first_difference(question, stored, stored_items[question.external_id])
-        if differs is not None:
-            field = _FIELD_NAMES[question.source_format][differs]
-            errors.add(question.line, field,
-                       f"question {describe(question.external_id)} already exists with different content "
-                       f"({differs}); edit rubric items through a draft version")
-    errors.raise_if_any(source=source)
-    return new, len(parsed) - len(new)
+        field = _FIELD_NAMES[question.source_format][differs]
+        errors.add(question.line, field,
+                   f"question {describe(question.external_id)} already exists with different content "
+                   f"({differs}); edit rubric items through a draft version")
+    return identical
 
 
 def _first_difference(question: ParsedQuestion, stored: dict[str, Any], items: list[tuple]) -> str | None:
@@ -358,15 +444,3 @@ def _first_difference(question: ParsedQuestion, stored: dict[str, Any], items: l
         if stored[field] != getattr(question, field):
             return field
     return None
-
-
-def _refuse_draft_collisions(*, version, new: list[ParsedQuestion], source: str) -> None:
-    """A draft may already hold items for a question the file brings; inserting would break uniqueness."""
-    line_of = {q.external_id: q.line for q in new}
-    # The draft's few hundred distinct refs, intersected here, cost less than sending every new id to the server.
-    refs = RubricItem.objects.filter(version=version).values_list("question_ref", flat=True).distinct()
-    errors = LineErrors()
-    for ref in sorted(set(refs) & line_of.keys(), key=line_of.__getitem__):
-        errors.add(line_of[ref], None, f"draft rubric version {version.number} already has items for question "
-                                       f"{describe(ref)} that is not in the project; remove them from the draft first")
-    errors.raise_if_any(source=source)

@@ -16,7 +16,17 @@ from datetime import datetime
 from django.db import transaction
 
 from annotation.audit.services import audit_record
-from annotation.exchange.jsonl import ImportResult, LineErrors, RowReader, describe, import_size_check, jsonl_objects
+from annotation.exchange.bulk import CopyBuffer
+from annotation.exchange.jsonl import (
+    ImportResult,
+    ImportSource,
+    LineErrors,
+    RowReader,
+    describe,
+    import_size_check,
+    jsonl_objects,
+    source_size,
+)
 from annotation.lock_objects import project_imports_lock
 from annotation.models import AuditAction, Project, Question, Response
 from annotation.projects.rules import project_check_writable
@@ -27,39 +37,48 @@ from core.errors import DomainError
 from experts.models import User
 
 MODEL_NAME_MAX = 200
-BATCH_SIZE = 2000
 
 
-def responses_import(*, project: Project, data: bytes, model: str | None, now: datetime,
+RESPONSE_FIELDS = ["project_id", "question_id", "model_name", "text", "created_at"]
+# Rows already stored (by question and model) are compared with the stored text this many at a time.
+COMPARE_BATCH = 2000
+
+
+def responses_import(*, project: Project, data: ImportSource, model: str | None, now: datetime,
                      source: str = "upload", by: User | None = None) -> ImportResult:
     """Import model responses into `project`; `model` names the model for rows without one.
 
-    Raises DomainError listing every bad line (unknown question, empty response, no
-    model, a pair repeated in the file or stored with a different text) and then
-    writes nothing. `now` is accepted for symmetry with the other imports; responses
-    carry only their database creation time.
+    `data` is the file's bytes or a binary file, read one line at a time. Raises
+    DomainError listing every bad line (unknown question, empty response, no model, a
+    pair repeated in the file or stored with a different text) and then writes nothing.
+    New responses are created at `now`.
+
+    One pass over the file under the project's imports lock: new rows are encoded into a
+    COPY buffer that spills to disk, stored pairs are compared in batches, and only the
+    (question, model) pairs and their line numbers are kept in memory.
     """
     # Refused before reading the file (a closed project is read-only); checked again under the lock.
     project_check_writable(project)
-    import_size_check(size=len(data))
+    import_size_check(size=source_size(data))
     default_model = _default_model(model)
-    rows = _parse_file(data=data, default_model=default_model, source=source)
-    with transaction.atomic():
-        project_imports_lock(project=project)
-        project_check_writable(project)
-        new, skipped = _split_new(project=project, rows=rows, source=source)
-        Response.objects.bulk_create(
-            (Response(project=project, question_id=question_id, model_name=model_name, text=text)
-             for _, question_id, model_name, text in new),
-            batch_size=BATCH_SIZE,
-        )
-        current = rubric_version_current(project)
-        tasks = tasks_ensure_for_version(project=project, version=current) if new and current else 0
-        if new:
-            audit_record(actor=by, action=AuditAction.RESPONSES_IMPORT, project_id=project.pk, now=now,
-                         object_type="annotation.question", object_ids=sorted({q for _, q, _, _ in new}),
-                         details={"source": source, "responses": len(new), "skipped": skipped, "tasks": tasks})
-    return ImportResult(created=len(new), skipped=skipped, tasks_created=tasks,
+    new = CopyBuffer(model=Response, fields=RESPONSE_FIELDS)
+    try:
+        with transaction.atomic():
+            project_imports_lock(project=project)
+            project_check_writable(project)
+            skipped, question_pks = _parse_file(project=project, data=data, default_model=default_model,
+                                                source=source, now=now, new=new)
+            new.insert()
+            current = rubric_version_current(project)
+            tasks = tasks_ensure_for_version(project=project, version=current) if new.count and current else 0
+            if new.count:
+                audit_record(actor=by, action=AuditAction.RESPONSES_IMPORT, project_id=project.pk, now=now,
+                             object_type="annotation.question", object_ids=sorted(question_pks),
+                             details={"source": source, "responses": new.count, "skipped": skipped,
+                                      "tasks": tasks})
+    finally:
+        new.close()
+    return ImportResult(created=new.count, skipped=skipped, tasks_created=tasks,
                         version=current.number if current else None)
 
 
@@ -73,12 +92,19 @@ def _default_model(model: str | None) -> str | None:
     return model
 
 
-def _parse_file(*, data: bytes, default_model: str | None, source: str) -> list[tuple[int, str, str, str]]:
-    """(line, question id, model, text) per row."""
+def _parse_file(*, project: Project, data: ImportSource, default_model: str | None, source: str, now: datetime,
+                new: CopyBuffer) -> tuple[int, set[int]]:
+    """Validate every line, buffering the new responses; returns (rows stored as is, the new rows' question pks).
+
+    Raises the file's errors once the whole file has been read.
+    """
     errors = LineErrors()
-    rows = []
+    question_pks = dict(Question.objects.filter(project=project).values_list("external_id", "pk"))
+    stored_pairs = set(Response.objects.filter(project=project).values_list("question_id", "model_name"))
     first_line: dict[tuple[str, str], int] = {}
-    rows_seen = 0
+    touched: set[int] = set()
+    pending: list[tuple[int, int, str, str, str]] = []
+    rows_seen = skipped = 0
     for line, row in jsonl_objects(data, errors):
         rows_seen += 1
         reader = RowReader(errors, line)
@@ -95,37 +121,40 @@ def _parse_file(*, data: bytes, default_model: str | None, source: str) -> list[
                                             f"{describe(question_id)} (first on line {first_line[question_id, model]})")
             continue
         first_line[question_id, model] = line
-        rows.append((line, question_id, model, text))
-    if not rows_seen and not errors:
-        errors.add(None, None, "the file has no rows; expected one JSON object per line", code=ErrorCode.FILE_NO_ROWS)
-    errors.raise_if_any(source=source)
-    return rows
-
-
-def _split_new(*, project: Project, rows: list[tuple[int, str, str, str]],
-               source: str) -> tuple[list[tuple[int, int, str, str]], int]:
-    """Rows to write as (line, question pk, model, text), and how many are already stored as is."""
-    question_pks = dict(Question.objects.filter(project=project, external_id__in={r[1] for r in rows})
-                        .values_list("external_id", "pk"))
-    stored = {
-        (question_pk, model_name): text
-        for question_pk, model_name, text in Response.objects.filter(
-            project=project, question_id__in=question_pks.values(), model_name__in={r[2] for r in rows}
-        ).values_list("question_id", "model_name", "text")
-    }
-    errors = LineErrors()
-    new = []
-    for line, question_id, model, text in rows:
         question_pk = question_pks.get(question_id)
         if question_pk is None:
             errors.add(line, "question_id", f"unknown question {describe(question_id)}; import the questions first",
                        code=ErrorCode.UNKNOWN_QUESTION, params={"question": describe(question_id)})
-            continue
-        stored_text = stored.get((question_pk, model))
-        if stored_text is None:
-            new.append((line, question_pk, model, text))
-        elif stored_text != text:
-            errors.add(line, "response", f"model {describe(model)} already has a different response to question "
-                                         f"{describe(question_id)}; a stored response is never replaced")
+        elif (question_pk, model) in stored_pairs:
+            pending.append((line, question_pk, question_id, model, text))
+            if len(pending) >= COMPARE_BATCH:
+                skipped += _compare_stored(project=project, rows=pending, errors=errors)
+                pending = []
+        elif not errors:
+            # Once the file has an error nothing will be written: the rest is only validated.
+            new.write_row((project.pk, question_pk, model, text, now))
+            touched.add(question_pk)
+    if pending:
+        skipped += _compare_stored(project=project, rows=pending, errors=errors)
+    if not rows_seen and not errors:
+        errors.add(None, None, "the file has no rows; expected one JSON object per line", code=ErrorCode.FILE_NO_ROWS)
     errors.raise_if_any(source=source)
-    return new, len(rows) - len(new)
+    return skipped, touched
+
+
+def _compare_stored(*, project: Project, rows: list[tuple[int, int, str, str, str]], errors: LineErrors) -> int:
+    """Check rows whose (question, model) is already stored; returns how many have the same text."""
+    stored = {
+        (question_pk, model_name): text
+        for question_pk, model_name, text in Response.objects.filter(
+            project=project, question_id__in={r[1] for r in rows}, model_name__in={r[3] for r in rows}
+        ).values_list("question_id", "model_name", "text")
+    }
+    identical = 0
+    for line, question_pk, question_id, model, text in rows:
+        if stored[question_pk, model] == text:
+            identical += 1
+            continue
+        errors.add(line, "response", f"model {describe(model)} already has a different response to question "
+                                     f"{describe(question_id)}; a stored response is never replaced")
+    return identical

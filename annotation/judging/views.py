@@ -23,7 +23,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from annotation.exchange.jsonl import import_size_check
+from annotation.exchange.jsonl import upload_open
 from annotation.exchange.judge_labels import judge_labels_import
 from annotation.judging.runs import (
     ACTIVE,
@@ -170,9 +170,8 @@ def judge_labels_import_view(request: HttpRequest, project_id: int) -> HttpRespo
     else:
         data = form.cleaned_data
         try:
-            import_size_check(size=data["file"].size)
             outcome["result"] = judge_labels_import(
-                project=project, data=data["file"].read(), run_name=data["run"], judge_model=data["judge_model"],
+                project=project, data=upload_open(data["file"]), run_name=data["run"], judge_model=data["judge_model"],
                 prompt_version=data["prompt_version"], created_by=request.user, now=timezone.now(),
                 source=data["file"].name, config_version=data["config_version"] or None)
             form = JudgeLabelsImportForm(project=project)

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotation.calibration.selectors import attempt_list_for_expert, golden_usable_tasks, project_has_golden_set
 from annotation.exchange.golden import golden_import
-from annotation.exchange.jsonl import upload_read
+from annotation.exchange.jsonl import upload_open
 from annotation.models import Project
 from annotation.quality.control import control_accuracy, expert_resume
 from annotation.quality.portrait import expert_stats, own_view_cutoff, portrait_for
@@ -100,7 +100,7 @@ def golden_import_view(request: HttpRequest, project_id: int) -> HttpResponse:
         status = UNPROCESSABLE
     else:
         try:
-            outcome["result"] = golden_import(project=project, data=upload_read(upload), now=now, source=upload.name,
+            outcome["result"] = golden_import(project=project, data=upload_open(upload), now=now, source=upload.name,
                                               by=request.user)
         except DomainError as exc:
             outcome["error"] = error_message(exc)

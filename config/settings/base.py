@@ -132,8 +132,11 @@ MEDIA_ROOT = BASE_DIR / "media"
 # WhiteNoise serves static files in every mode; with finders on, `make run` needs no collectstatic.
 WHITENOISE_USE_FINDERS = env_bool("WHITENOISE_USE_FINDERS", True)
 
-# Imports are read whole into memory before validation (all-or-nothing), so the size is capped.
-RUBRICA_MAX_IMPORT_BYTES = env_int("RUBRICA_MAX_IMPORT_BYTES", 20 * 1024 * 1024)
+# The largest import file. Uploads over FILE_UPLOAD_MAX_MEMORY_SIZE are spooled to a temporary
+# file and parsed line by line, so memory stays flat; the cap bounds disk use and request time
+# (100,000 HeartBench questions are about 330 MB). The ingress's body limit (platform/k8s)
+# must be at least this.
+RUBRICA_MAX_IMPORT_BYTES = env_int("RUBRICA_MAX_IMPORT_BYTES", 500 * 1024 * 1024)
 # Dataset exports built by a worker: where the files go, how long their download link lives,
 # and the license the Hugging Face dataset card declares (an SPDX id, or "other").
 RUBRICA_EXPORT_DIR = env_str("RUBRICA_EXPORT_DIR", str(MEDIA_ROOT / "exports"))

@@ -274,7 +274,8 @@ def test_the_error_list_is_capped_and_says_how_many_more(seeded):
     assert "10 more not shown" in caught.value.message
 
 
-def test_a_50_mb_file_is_refused_quickly_without_parsing(seeded):
+def test_a_file_over_the_cap_is_refused_quickly_without_parsing(seeded, settings):
+    settings.RUBRICA_MAX_IMPORT_BYTES = 20 * 1024 * 1024
     before = counts()
     content = b"x" * (50 * 1024 * 1024)
     started = time.perf_counter()
@@ -286,6 +287,23 @@ def test_a_50_mb_file_is_refused_quickly_without_parsing(seeded):
     assert caught.value.status == 413
     assert "50.0 MB, over the import limit of 20.0 MB" in caught.value.message
     assert counts() == before
+
+
+def test_the_default_cap_is_500_mb():
+    from django.conf import settings
+
+    assert settings.RUBRICA_MAX_IMPORT_BYTES == 500 * 1024 * 1024
+
+
+def test_a_line_longer_than_any_row_is_refused_with_its_number_and_the_rest_still_checked(project):
+    content = jsonl(heartbench_row("a")) + b"x" * (17 * 1024 * 1024) + b"\n" + b"[1]\n"
+
+    with pytest.raises(DomainError) as caught:
+        questions_import(project=project, data=content, now=NOW)
+
+    assert [(e["line"], e["message"]) for e in caught.value.errors] == [
+        (2, "longer than 16.0 MB; expected one JSON object per line"), (3, "expected a JSON object, got a list")]
+    assert Question.objects.filter(project=project).count() == 0
 
 
 def test_the_size_limit_comes_from_settings(seeded, settings):
@@ -444,7 +462,8 @@ def test_a_request_without_a_file_is_400(api, pm, project):
     assert [(e["field"], e["code"]) for e in response.json()["errors"]] == [("file", "required")]
 
 
-def test_a_50_mb_upload_is_refused_with_413_before_parsing(api, pm, seeded):
+def test_a_50_mb_upload_over_a_20_mb_cap_is_refused_with_413_before_parsing(api, pm, seeded, settings):
+    settings.RUBRICA_MAX_IMPORT_BYTES = 20 * 1024 * 1024
     api.force_authenticate(pm)
     before = counts()
     started = time.perf_counter()

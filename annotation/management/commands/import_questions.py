@@ -7,6 +7,9 @@ class Command(ImportCommand):
     help = "Import questions and rubric items (HeartBench or HealthBench JSONL), all or nothing, and publish them."
     file_help = "JSONL file, one question per line"
 
+    def source(self, file):
+        return file
+
     def run_import(self, *, project, data, now, source, options):
         return questions_import(project=project, data=data, now=now, source=source)
 

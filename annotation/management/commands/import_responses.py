@@ -14,6 +14,9 @@ class Command(ImportCommand):
         super().add_arguments(parser)
         parser.add_argument("--model", default=None, help="model name for rows that carry none")
 
+    def source(self, file):
+        return file
+
     def run_import(self, *, project, data, now, source, options):
         return responses_import(project=project, data=data, model=options["model"], now=now, source=source)
 

@@ -50,6 +50,7 @@ class QuestionsImportApi(APIView):
     class OutputSerializer(serializers.Serializer):
         questions_created = serializers.IntegerField()
         items_created = serializers.IntegerField()
+        judge_only = serializers.IntegerField(help_text="New questions left judge-only: a blind test is active.")
         skipped = serializers.IntegerField(help_text="questions already present with identical content")
         version = serializers.IntegerField(allow_null=True,
                                            help_text="the rubric version published, null when nothing was new")
@@ -67,7 +68,7 @@ class QuestionsImportApi(APIView):
         result = questions_import(project=project, data=upload_open(upload), now=timezone.now(),
                                   source=upload.name, by=request.user)
         body = {"questions_created": result.created, "items_created": result.items_created,
-                "skipped": result.skipped, "version": result.version}
+                "skipped": result.skipped, "version": result.version, "judge_only": result.judge_only}
         return Response(self.OutputSerializer(body).data, status=status.HTTP_201_CREATED)
 
 

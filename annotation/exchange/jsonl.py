@@ -47,6 +47,8 @@ class ImportResult:
     items_created: int = 0
     tasks_created: int = 0
     version: int | None = None
+    # New questions left judge-only because a blind test's sample is active (not in the sample).
+    judge_only: int = 0
 
 
 def import_size_check(*, size: int) -> None:

@@ -63,7 +63,7 @@ from annotation.exchange.jsonl import (
     source_size,
 )
 from annotation.lock_objects import project_imports_lock
-from annotation.models import AuditAction, Difficulty, Project, Question
+from annotation.models import AuditAction, BlindTest, Difficulty, Project, Question
 from annotation.models.project import question_search_text
 from annotation.projects.rules import project_check_writable
 from annotation.rubric_editing.publishing import rubric_draft_get_or_create, rubric_version_publish
@@ -133,7 +133,7 @@ class DimensionIndex:
 
 
 QUESTION_FIELDS = ["project_id", "external_id", "dialogue", "final_user_turn", "difficulty", "primary_scene",
-                   "secondary_scene", "source_format", "search_text", "created_at"]
+                   "secondary_scene", "source_format", "search_text", "judge_only", "created_at"]
 ITEM_FIELDS = ["version_id", "question_ref", "position", "item_key", "dimension_id", "score", "content", "tags"]
 # Rows of the file already in the project are compared with the stored questions this many at a time.
 COMPARE_BATCH = 500
@@ -169,9 +169,12 @@ def questions_import(*, project: Project, data: ImportSource, now: datetime, sou
             project_check_writable(project)
             import_transaction_tune()
             draft = rubric_draft_get_or_create(project=project)
+            # While a blind test is active only its sample goes to experts: a question that arrives
+            # later is outside the sample, so it stays judge-only until the PM draws a new one.
+            judge_only = BlindTest.objects.filter(project=project, is_active=True).exists()
             with CopyStream(model=Question, fields=QUESTION_FIELDS) as questions:
                 stored_lines = _parse_file(project=project, data=data, source=source, draft=draft, now=now,
-                                           questions=questions, items=items)
+                                           questions=questions, items=items, judge_only=judge_only)
             skipped = _compare_stored(project=project, data=data, lines=stored_lines, source=source)
             if not questions.count:
                 raise _NothingNew
@@ -189,11 +192,12 @@ def questions_import(*, project: Project, data: ImportSource, now: datetime, sou
         return ImportResult(created=0, skipped=skipped)
     finally:
         items.close()
-    return ImportResult(created=created, skipped=skipped, items_created=items_created, version=draft.number)
+    return ImportResult(created=created, skipped=skipped, items_created=items_created, version=draft.number,
+                        judge_only=created if judge_only else 0)
 
 
 def _parse_file(*, project: Project, data: ImportSource, source: str, draft: RubricVersion, now: datetime,
-                questions: CopyStream, items: CopyBuffer) -> set[int]:
+                questions: CopyStream, items: CopyBuffer, judge_only: bool = False) -> set[int]:
     """Validate every line, sending the new questions on; returns the lines of questions already stored.
 
     Raises the file's errors (bad lines, duplicates, draft collisions) once the whole file
@@ -230,7 +234,8 @@ def _parse_file(*, project: Project, data: ImportSource, source: str, draft: Rub
                                    "first")
         elif not errors:
             # Once the file has an error nothing will be written: the rest is only validated.
-            _send(question, project=project, draft=draft, now=now, questions=questions, items=items)
+            _send(question, project=project, draft=draft, now=now, questions=questions, items=items,
+                  judge_only=judge_only)
     if not rows_seen and not errors:
         errors.add(None, None, "the file has no rows; expected one JSON object per line", code=ErrorCode.FILE_NO_ROWS)
     errors.raise_if_any(source=source)
@@ -238,10 +243,10 @@ def _parse_file(*, project: Project, data: ImportSource, source: str, draft: Rub
 
 
 def _send(q: ParsedQuestion, *, project: Project, draft: RubricVersion, now: datetime, questions: CopyStream,
-          items: CopyBuffer) -> None:
+          items: CopyBuffer, judge_only: bool = False) -> None:
     questions.write_row((project.pk, q.external_id, q.dialogue, q.final_user_turn, q.difficulty, q.primary_scene,
                          q.secondary_scene, q.source_format, question_search_text(q.dialogue, q.final_user_turn),
-                         now))
+                         judge_only, now))
     # Rubric items are most of the rows (ten a question): their lines are written directly, since
     # the generic per-value encoding was a third of the client's time.
     ref = copy_text(q.external_id)

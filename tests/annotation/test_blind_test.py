@@ -158,6 +158,37 @@ def test_experts_are_offered_only_the_sampled_questions_tasks():
     assert len(claimed) == 3 * 3
 
 
+def test_questions_imported_while_a_sample_is_active_stay_judge_only_and_the_pm_is_told(client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from rest_framework.test import APIClient
+
+    from annotation.exchange.questions import questions_import
+    from tests.annotation.test_import_questions import heartbench_row, jsonl
+
+    project = project_of(10)
+    before = questions_import(project=project, data=jsonl(heartbench_row("before-the-test")), now=timezone.now())
+    test = blind_test_create(project=project, share=0.4, seed=5, by=None, now=timezone.now())
+    pm = project_managers(project).first()
+    api = APIClient()
+    api.force_authenticate(pm)
+
+    late_file = SimpleUploadedFile("late.jsonl", jsonl(heartbench_row("late-1"), heartbench_row("late-2")))
+    answer = api.post(reverse("api-questions-import", args=[project.pk]), {"file": late_file}, format="multipart")
+    client.force_login(pm)
+    page = client.post(reverse("project_import", args=[project.pk, "questions"]),
+                       {"file": SimpleUploadedFile("later.jsonl", jsonl(heartbench_row("late-3")))},
+                       HTTP_ACCEPT_LANGUAGE="en").content.decode()
+
+    assert before.judge_only == 0 and answer.status_code == 201 and answer.json()["judge_only"] == 2
+    assert "outside its sample and stays judge-only" in page
+    late = Question.objects.filter(project=project, external_id__startswith="late-")
+    assert late.count() == 3 and all(late.values_list("judge_only", flat=True))
+    assert not BlindTestQuestion.objects.filter(blind_test=test, question__in=late).exists()
+    # A new sample draws from every question, the late ones included.
+    blind_test_create(project=project, share=1.0, seed=6, by=None, now=timezone.now())
+    assert not Question.objects.filter(project=project, judge_only=True).exists()
+
+
 def test_the_board_counts_the_judge_only_tasks_apart(client):
     project = project_of(10)
     blind_test_create(project=project, share=0.4, seed=5, by=None, now=timezone.now())

@@ -112,6 +112,8 @@ class RunPoint:
     computed_at: datetime | None
     overall: Point | None
     by_dimension: dict[str, Point] = field(default_factory=dict)
+    # Which expert labels the report's panel verdicts came from: "first" or "revised" (after a reveal).
+    labels_used: str = "first"
 
 
 @dataclass
@@ -155,7 +157,8 @@ def convergence_points(*, project: Project) -> list[RunPoint]:
     for found in (AgreementReport.objects.filter(project=project, status=AgreementReport.Status.DONE,
                                                judge_run__isnull=False)
                 .order_by("judge_run_id", "-computed_at", "-pk")
-                .values("judge_run_id", "computed_at", "payload__judge__overall", "payload__judge__by_dimension")):
+                .values("judge_run_id", "computed_at", "payload__judge__overall", "payload__judge__by_dimension",
+                        "payload__labels_used")):
         newest.setdefault(found["judge_run_id"], found)
     points = []
     for run in runs:
@@ -164,7 +167,8 @@ def convergence_points(*, project: Project) -> list[RunPoint]:
             continue
         dims = {r["key"]: p for r in (row["payload__judge__by_dimension"] or []) if (p := _point(r)) is not None}
         points.append(RunPoint(run=run, label=_label(run), computed_at=row["computed_at"],
-                               overall=_point(row["payload__judge__overall"]), by_dimension=dims))
+                               overall=_point(row["payload__judge__overall"]), by_dimension=dims,
+                               labels_used=row["payload__labels_used"] or "first"))
     return points
 
 

@@ -48,6 +48,7 @@ def _context(request: HttpRequest, project: Project, form: ConvergenceTargetsFor
         "overall_chart": convergence_chart(overall, labels) if overall else None,
         "charts": [(line, convergence_chart(line, labels)) for line in lines],
         "converged": sum(1 for line in lines if line.converged), "form": form,
+        "labels_used": sorted({p.labels_used for p in points}),
         "drifts": JudgeDriftAlert.objects.filter(run__project=project).select_related("run", "earlier_run")
         .order_by("-created_at")[:5],
     }

@@ -85,6 +85,23 @@ def test_the_page_shows_each_version_the_targets_and_the_verdicts(client, loop):
     assert f'data-dimension="{codes[2]}" data-converged="yes"' in html
 
 
+def test_the_page_states_which_expert_labels_each_run_was_compared_with(client, loop):
+    from annotation.models import AgreementReport
+
+    project, run_a, run_b, codes = loop
+    client.force_login(project_manager(project))
+    url = reverse("judge_convergence", args=[project.pk])
+
+    first = client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    report = AgreementReport.objects.filter(judge_run=run_b).order_by("-computed_at").first()
+    report.payload = {**report.payload, "labels_used": "revised"}
+    report.save(update_fields=["payload"])
+    mixed = client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+
+    assert 'data-labels-used="first"' in first and "Compared with the experts' first labels" in first
+    assert 'data-labels-used="first,revised"' in mixed and "Runs differ in the experts' labels" in mixed
+
+
 def project_manager(project):
     from annotation.selectors import project_managers
     return project_managers(project).first()

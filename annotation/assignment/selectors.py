@@ -124,7 +124,7 @@ def tasks_left_for_projects(expert: User, projects: Iterable[Project]) -> dict[i
         capped = [eligible.filter(rules[p.pk]).values_list("project_id", flat=True)[:TASKS_LEFT_CAP + 1]
                   for p in projects]
         rows = list(capped[0].union(*capped[1:], all=True)) if len(capped) > 1 else list(capped[0])
-        counts = Counter(rows)
+        counts: dict[int, int] = Counter(rows)
     else:
         counts = dict(eligible.filter(per_project).values("project_id").annotate(n=Count("pk")).order_by()
                       .values_list("project_id", "n"))

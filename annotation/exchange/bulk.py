@@ -127,12 +127,12 @@ class CopyBuffer:
         """The rows back as values (the embedded SQLite mode has no COPY)."""
         meta_fields = [self.model._meta.get_field(name) for name in self.fields]
         for line in self._file:
-            row = []
+            row: list[Any] = []
             for field, text in zip(meta_fields, line.decode("utf-8").rstrip("\n").split("\t"), strict=True):
                 if text == "\\N":
                     row.append(None)
                     continue
-                text = re.sub(r"\\(.)", lambda m: _COPY_UNESCAPES[m.group(1)], text)
+                text = re.sub(r"\\(.)", lambda m: _COPY_UNESCAPES[str(m.group(1))], text)
                 row.append(json.loads(text) if isinstance(field, models.JSONField) else field.to_python(text))
             yield row
 

@@ -12,7 +12,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
@@ -64,7 +64,7 @@ def upload_open(upload: UploadedFile) -> BinaryIO:
     the importers iterate it line by line and never hold it whole.
     """
     import_size_check(size=upload.size or 0)
-    file = upload.file
+    file = cast(BinaryIO, upload.file)
     file.seek(0)
     return file
 

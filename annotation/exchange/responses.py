@@ -12,6 +12,7 @@ experts may already have judged the stored response. Each new response gets a ta
 the project's current published rubric version.
 """
 from datetime import datetime
+from typing import Any
 
 from django.db import transaction
 
@@ -103,7 +104,7 @@ def _parse_file(*, project: Project, data: ImportSource, default_model: str | No
     stored_pairs = set(Response.objects.filter(project=project).values_list("question_id", "model_name"))
     first_line: dict[tuple[str, str], int] = {}
     touched: set[int] = set()
-    pending: list[tuple[int, int, str, str, str]] = []
+    pending: list[tuple[int, int, Any, Any, Any]] = []
     rows_seen = skipped = 0
     for line, row in jsonl_objects(data, errors):
         rows_seen += 1

@@ -1,7 +1,7 @@
 """The reveal over the token API: the same comparison and the same one revision round as the page."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from annotation.reveal.selectors import Reveal, reveal_get_for_expert
 from annotation.reveal.services import reveal_revise
+from experts.models import User
 
 
 @extend_schema_serializer(component_name="RevealItemOut")
@@ -53,7 +54,7 @@ class RevealApi(APIView):
     @extend_schema(operation_id="reveal_get", responses={200: RevealOut, 404: OpenApiResponse(description="Not yours, "
                    "not submitted work, or the project does not reveal the judge.")})
     def get(self, request: Request, assignment_id: int) -> Response:
-        return Response(_out(reveal_get_for_expert(expert=request.user, assignment_id=assignment_id)))
+        return Response(_out(reveal_get_for_expert(expert=cast(User, request.user), assignment_id=assignment_id)))
 
     @extend_schema(operation_id="reveal_revise", request=InputSerializer,
                    responses={201: RevealOut, 200: RevealOut, 400: OpenApiResponse(description="A change needs a "
@@ -62,7 +63,7 @@ class RevealApi(APIView):
     def post(self, request: Request, assignment_id: int) -> Response:
         body = self.InputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        result = reveal_revise(expert=request.user, assignment_id=assignment_id,
+        result = reveal_revise(expert=cast(User, request.user), assignment_id=assignment_id,
                                changes=body.validated_data["changes"], now=timezone.now())
-        reveal = reveal_get_for_expert(expert=request.user, assignment_id=assignment_id)
+        reveal = reveal_get_for_expert(expert=cast(User, request.user), assignment_id=assignment_id)
         return Response(_out(reveal), status=201 if result.created else 200)

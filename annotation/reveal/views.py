@@ -6,7 +6,7 @@ with every tick and reason kept (422); a closed round is read-only.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -21,6 +21,7 @@ from annotation.reveal.selectors import Reveal, reveal_get_for_expert
 from annotation.reveal.services import reveal_revise
 from core.errors import DomainError, NotFound, error_message, field_error_message
 from core.pages import render_page
+from experts.models import User
 
 PAGE = "annotation/reveal/page.html"
 UNPROCESSABLE = 422
@@ -51,16 +52,16 @@ def _context(reveal: Reveal, *, posted: dict[str, str] | None = None, error: Dom
 def reveal_page(request: HttpRequest, assignment_id: int) -> HttpResponse:
     """GET: the items where the expert and the judge differ. POST: the one revision round."""
     if request.method == "GET":
-        reveal = reveal_get_for_expert(expert=request.user, assignment_id=assignment_id)
+        reveal = reveal_get_for_expert(expert=cast(User, request.user), assignment_id=assignment_id)
         return render_page(request, PAGE, "reveal", _context(reveal))
     changes = _posted_changes(request)
     try:
-        result = reveal_revise(expert=request.user, assignment_id=assignment_id, changes=changes,
+        result = reveal_revise(expert=cast(User, request.user), assignment_id=assignment_id, changes=changes,
                                now=timezone.now())
     except NotFound:
         raise
     except DomainError as exc:
-        reveal = reveal_get_for_expert(expert=request.user, assignment_id=assignment_id)
+        reveal = reveal_get_for_expert(expert=cast(User, request.user), assignment_id=assignment_id)
         if reveal.closed:
             raise  # already revised: the error page says so
         return render_page(request, PAGE, "reveal", _context(reveal, posted=changes, error=exc),

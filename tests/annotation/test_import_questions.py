@@ -413,7 +413,8 @@ def test_the_pm_imports_through_the_api(api, pm, project):
                         {"file": upload(QUESTION_ALL.read_bytes())}, format="multipart")
 
     assert response.status_code == 201
-    assert response.json() == {"questions_created": 296, "items_created": 3114, "skipped": 0, "version": 1}
+    assert response.json() == {"questions_created": 296, "items_created": 3114, "skipped": 0, "version": 1,
+                               "judge_only": 0}
 
 
 def test_an_admin_imports_into_any_project(api, admin_user, project):

@@ -10,9 +10,16 @@ done when the task succeeds (`core.outbox`). A broker that is down at commit tim
 the send fail quietly: the row stays and the beat sweep sends it when the broker is back,
 as it does for a message a killed worker took with it. The request that committed never
 fails because the broker did.
+
+Inside `follow_ups_batched()` (a submission), the tasks sent without a countdown are
+gathered into one outbox row and one message, `core.follow_ups_run`, which runs them in
+order in one transaction with the row, so they run once per commit (`core.outbox`).
 """
 import logging
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -27,6 +34,36 @@ logger = logging.getLogger(__name__)
 # send costs the publish retries (0.8 s), which would otherwise land on every request.
 BROKER_DOWN_PAUSE_S = 5.0
 _broker_down_until = 0.0
+
+FOLLOW_UPS_TASK = "core.follow_ups_run"
+_batches = threading.local()
+
+
+@contextmanager
+def follow_ups_batched() -> Iterator[None]:
+    """Gather the follow-up tasks sent inside into one message (call it inside the transaction).
+
+    `task_send_on_commit` calls without a countdown, of tasks declared with `batchable=True`
+    (short database work; never one that waits on a remote server), are kept in order; on a
+    normal exit they are queued as one `core.follow_ups_run` task: one outbox row, one send,
+    one worker task, instead of one of each per task. An exception drops them with the
+    transaction. Batches nest: an inner one joins the outer. In-process (eager) mode runs
+    each task after the commit as before.
+    """
+    stack = _batches.__dict__.setdefault("stack", [])
+    if stack:
+        yield  # joins the enclosing batch
+        return
+    steps: list[list[Any]] = []
+    stack.append(steps)
+    try:
+        yield
+    finally:
+        stack.pop()
+    if len(steps) == 1:
+        task_send_on_commit(steps[0][0], **steps[0][1])
+    elif steps:
+        task_send_on_commit(FOLLOW_UPS_TASK, steps=steps)
 
 
 def task_send(name: str, *, countdown: float | None = None, task_id: str | None = None, **kwargs: Any) -> None:
@@ -52,11 +89,20 @@ def outbox_retry_after() -> timedelta:
     return timedelta(seconds=int(getattr(settings, "RUBRICA_OUTBOX_RETRY_AFTER_S", 600)))
 
 
+def _batchable(name: str) -> bool:
+    return bool(getattr(current_app.tasks.get(name), "batchable", False))
+
+
 def task_send_on_commit(name: str, *, countdown: float | None = None, **kwargs: Any) -> None:
     """Queue task `name` with keyword arguments `kwargs` once the current transaction commits.
 
     Outside a transaction the task is sent at once. `countdown` delays it by that many seconds.
+    Inside `follow_ups_batched` a batchable task without a countdown joins the batch.
     """
+    stack = getattr(_batches, "stack", None)
+    if stack and countdown is None and not current_app.conf.task_always_eager and _batchable(name):
+        stack[-1].append([name, kwargs])
+        return
     if current_app.conf.task_always_eager:
         # In-process: there is no broker to lose the message, and an error surfaces in the caller.
         transaction.on_commit(lambda: task_send(name, countdown=countdown, **kwargs))

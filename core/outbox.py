@@ -6,18 +6,22 @@ try. A row not done by its `next_check_at` is sent again by `outbox_sweep` (beat
 minute) with the same message id, at most `RUBRICA_OUTBOX_MAX_ATTEMPTS` times; one whose
 first send failed (broker down) is due at once. Every task sent through the outbox is
 idempotent, so the rare double delivery (a slow task overtaken by the sweep) is harmless.
+
+A batch of follow-up work (`core.follow_ups_run`, from `core.after_commit.follow_ups_batched`)
+marks its own row: it locks the row, runs its tasks and sets `done_at` in one transaction,
+so a second delivery of the same message finds the row done and runs nothing.
 """
 import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from celery import states
+from celery import current_app, states
 from celery.signals import task_postrun
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
-from core.after_commit import _remaining_s, outbox_retry_after, task_send
+from core.after_commit import FOLLOW_UPS_TASK, _remaining_s, outbox_retry_after, task_send, task_send_on_commit
 from core.models import OUTBOX_ID_PREFIX, OutboxTask
 
 logger = logging.getLogger(__name__)
@@ -43,14 +47,49 @@ def outbox_mark_done(*, task_id: str | None, now: datetime) -> bool:
 
 
 @task_postrun.connect(dispatch_uid="core.outbox_mark_done")  # type: ignore[untyped-decorator]
-def _on_task_postrun(task_id: str | None = None, state: str | None = None, **_kwargs: Any) -> None:
-    if state != states.SUCCESS or outbox_row_id(task_id) is None:
+def _on_task_postrun(sender: Any = None, task_id: str | None = None, state: str | None = None,
+                     **_kwargs: Any) -> None:
+    if state != states.SUCCESS or outbox_row_id(task_id) is None or getattr(sender, "name", "") == FOLLOW_UPS_TASK:
         return
     try:
         outbox_mark_done(task_id=task_id, now=timezone.now())
     except DatabaseError:
         # The row stays pending and the sweep sends it once more: harmless for an idempotent task.
         logger.warning("outbox row not marked done", extra={"task_id": task_id}, exc_info=True)
+
+
+def follow_ups_run(*, steps: list[list[Any]], task_id: str | None, now: datetime) -> int:
+    """Run a batch's tasks (`[name, kwargs]` pairs) in order, once; returns how many ran here.
+
+    With an outbox row (`task_id` names it), the row is locked first and marked done in the
+    same transaction as the tasks' writes: a redelivery waits for the lock, finds the row
+    done and runs nothing, and a worker killed half-way leaves neither the writes nor the
+    mark. A task that fails for a reason other than the database's is rolled back to its
+    savepoint and queued on its own outbox row, where it is retried and swept like any
+    other task, so one failing task does not hold the others back. A transient database
+    error fails the batch, which is retried whole.
+    """
+    row_id = outbox_row_id(task_id)
+    ran = 0
+    with transaction.atomic():
+        if row_id is not None:
+            row = OutboxTask.objects.select_for_update().filter(pk=row_id).values_list("done_at", flat=True)
+            done = list(row)
+            if done and done[0] is not None:
+                return 0
+        for name, kwargs in steps:
+            try:
+                with transaction.atomic():
+                    current_app.tasks[name].run(**kwargs)
+                ran += 1
+            except (OperationalError, InterfaceError):
+                raise
+            except Exception:  # noqa: BLE001 - one task's bug: it goes on alone, with its own retries
+                logger.exception("follow-up task failed in its batch; queued on its own", extra={"task": name})
+                task_send_on_commit(name, **kwargs)
+        if row_id is not None:
+            OutboxTask.objects.filter(pk=row_id).update(done_at=now)
+    return ran
 
 
 def _max_attempts() -> int:

@@ -17,7 +17,8 @@ from payments.services import periods_settle_due
 TRANSIENT = (OperationalError, InterfaceError)
 
 
-@shared_task(name="payments.ledger_post_earning", acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True,
+@shared_task(name="payments.ledger_post_earning", acks_late=True, batchable=True, autoretry_for=TRANSIENT,
+             retry_backoff=True,
              retry_backoff_max=600, retry_jitter=True, max_retries=8, soft_time_limit=30, time_limit=60)
 def ledger_post_earning_task(*, assignment_id: int) -> int | None:
     """Post the earning of one submitted assignment; returns the entry id (None: nothing is payable)."""

@@ -9,7 +9,7 @@ from annotation.review.rules import review_flags_check
 __all__ = ["reminders_send_task", "review_flags_check_task"]
 
 
-@shared_task(name="annotation.review_flags_check", acks_late=True, soft_time_limit=30, time_limit=60,
+@shared_task(name="annotation.review_flags_check", acks_late=True, batchable=True, soft_time_limit=30, time_limit=60,
              autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
 def review_flags_check_task(*, assignment_id: int) -> int:
     """Flag a submission that trips a review rule; returns how many new flags were written."""

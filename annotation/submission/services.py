@@ -2,7 +2,7 @@
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from annotation.assignment.services import assignment_revive, lease_extend
 from annotation.consultations.opening import consultations_open_auto
@@ -16,7 +16,7 @@ from annotation.quality.peer_tally import peer_tally_refresh
 from annotation.selectors import assignment_get_for_expert, rubric_items_for_task
 from annotation.submission.consensus import consensus_compute, tie_slot_add
 from annotation.webhooks.services import webhook_emit
-from core.after_commit import task_send_on_commit
+from core.after_commit import follow_ups_batched, task_send_on_commit
 from core.errors import Conflict
 from experts.models import ExpertProfile, User
 
@@ -74,24 +74,35 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
     keys = [i.item_key for i in items]
     clean = labels_clean(labels, keys, partial=False)
     clean_notes = _clean_notes(notes, keys)
-    with transaction.atomic():
+    # The follow-up work below goes out as one message, run once by the worker (core.after_commit).
+    with transaction.atomic(), follow_ups_batched():
         task = task_lock(assignment.task_id)
-        assignment = assignment_lock(assignment.pk)
-        if assignment.status == Assignment.Status.SUBMITTED:
-            recorded = dict(Label.objects.filter(assignment=assignment)
-                            .values_list("rubric_item__item_key", "value"))
-            if recorded != clean:
-                raise Conflict("This task was already submitted with other labels; a submission is final.",
-                               code="already_submitted")
-            return SubmitResult(assignment=assignment, created=False, task_complete=_reported_complete(task))
-        if assignment.status == Assignment.Status.RELEASED:
-            raise Conflict(LEASE_RELEASED_TEXT, code="lease_released")
-        if assignment.status == Assignment.Status.REJECTED:
-            raise Conflict(REJECTED_TEXT, code="submission_rejected")
-        if assignment.status == Assignment.Status.EXPIRED:
-            # A late submission is accepted while the task still has room (an overdue
-            # lease that was not swept yet still holds its slot).
-            assignment_revive(assignment=assignment, task=task, now=now)
+        # The usual case in one statement: the lease becomes a submission (see _mark_submitted).
+        has_consensus = _mark_submitted(task=task, assignment_id=assignment.pk, tier=tier, now=now)
+        if has_consensus is None:
+            assignment = assignment_lock(assignment.pk)
+            if assignment.status == Assignment.Status.SUBMITTED:
+                recorded = dict(Label.objects.filter(assignment=assignment)
+                                .values_list("rubric_item__item_key", "value"))
+                if recorded != clean:
+                    raise Conflict("This task was already submitted with other labels; a submission is final.",
+                                   code="already_submitted")
+                return SubmitResult(assignment=assignment, created=False, task_complete=_reported_complete(task))
+            if assignment.status == Assignment.Status.RELEASED:
+                raise Conflict(LEASE_RELEASED_TEXT, code="lease_released")
+            if assignment.status == Assignment.Status.REJECTED:
+                raise Conflict(REJECTED_TEXT, code="submission_rejected")
+            if assignment.status == Assignment.Status.EXPIRED:
+                # A late submission is accepted while the task still has room (an overdue
+                # lease that was not swept yet still holds its slot).
+                assignment_revive(assignment=assignment, task=task, now=now)
+            has_consensus = _mark_submitted(task=task, assignment_id=assignment.pk, tier=tier, now=now)
+            if has_consensus is None:
+                raise Conflict(LEASE_RELEASED_TEXT, code="lease_released")
+        assignment.status = Assignment.Status.SUBMITTED
+        assignment.submitted_at = now
+        assignment.tier_at_submission = tier
+        complete = task.status == Task.Status.COMPLETE
         if items and items[0].version_id != task.rubric_version_id:
             # A publish carried the task to a new version after the items were read (same keys, same
             # criteria: annotation.rubric_editing.carryover); label the items of the version it is on now.
@@ -101,17 +112,6 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
             Label(assignment=assignment, task=task, rubric_item=by_key[k], value=v, note=clean_notes.get(k, ""))
             for k, v in clean.items()
         )
-        assignment.status = Assignment.Status.SUBMITTED
-        assignment.submitted_at = now
-        assignment.tier_at_submission = tier
-        assignment.save(update_fields=["status", "submitted_at", "tier_at_submission"])
-        Draft.objects.filter(assignment=assignment).delete()
-        task.submitted_count += 1
-        complete = task.submitted_count >= task.overlap
-        if complete:
-            task.status = Task.Status.COMPLETE
-            task.completed_at = now
-        task.save(update_fields=["submitted_count", "status", "completed_at"])
         if not task.is_golden:
             # Everyone on the task has one more peer now (their tier rules read it).
             peer_tally_refresh(task_id=task.pk)
@@ -119,7 +119,7 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
             # A control task: scored against the golden references; its consensus is never written.
             control_record(assignment=assignment, task=task, values={by_key[k].pk: v for k, v in clean.items()},
                            now=now)
-        elif complete or ItemConsensus.objects.filter(task=task).exists():
+        elif complete or has_consensus:
             # Also a task reopened by a rejection keeps its consensus current with each label.
             records = consensus_compute(task=task, now=now)
             # A tied item asks for one more expert (within the project's cap); the consensus is
@@ -143,6 +143,59 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
         # The review rules (too fast, straight-lining, repeated notes) run after the commit.
         task_send_on_commit("annotation.review_flags_check", assignment_id=assignment.pk)
     return SubmitResult(assignment=assignment, created=True, task_complete=_reported_complete(task))
+
+
+# One statement for the usual submission on PostgreSQL: the leased assignment becomes submitted,
+# its draft goes, the task counts one more submission (complete at its overlap), and whether the
+# task already has consensus rows (a task reopened by a rejection) comes back. The caller holds the
+# task's lock, and every writer of consensus rows holds it too, so this statement's snapshot (taken
+# after the lock was granted) sees them all.
+_MARK_SUBMITTED_SQL = """
+WITH lease AS (
+    UPDATE {assignment} SET status = %(submitted)s, submitted_at = %(now)s, tier_at_submission = %(tier)s
+    WHERE id = %(assignment_id)s AND status = %(leased)s RETURNING id
+), draft AS (
+    DELETE FROM {draft} WHERE assignment_id IN (SELECT id FROM lease)
+)
+UPDATE {task} SET submitted_count = submitted_count + 1,
+    status = CASE WHEN submitted_count + 1 >= overlap THEN %(complete)s ELSE status END,
+    completed_at = CASE WHEN submitted_count + 1 >= overlap THEN %(now)s ELSE completed_at END
+WHERE id = %(task_id)s AND EXISTS (SELECT 1 FROM lease)
+RETURNING submitted_count, status, completed_at,
+    EXISTS (SELECT 1 FROM {consensus} c WHERE c.task_id = %(task_id)s)
+"""
+
+
+def _mark_submitted(*, task: Task, assignment_id: int, tier: str, now: datetime) -> bool | None:
+    """Turn the leased assignment into a submission and count it on the (locked) task.
+
+    Returns whether the task has consensus rows already, or None (nothing written) when the
+    assignment is not leased: the caller then reads it and answers for its state. `task` is
+    updated in place. One statement on PostgreSQL, four elsewhere (the embedded SQLite).
+    """
+    if connection.vendor == "postgresql":
+        sql = _MARK_SUBMITTED_SQL.format(assignment=Assignment._meta.db_table, draft=Draft._meta.db_table,
+                                         task=Task._meta.db_table, consensus=ItemConsensus._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, {"submitted": Assignment.Status.SUBMITTED.value,
+                                 "leased": Assignment.Status.LEASED.value, "complete": Task.Status.COMPLETE.value,
+                                 "now": now, "tier": tier, "assignment_id": assignment_id, "task_id": task.pk})
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        task.submitted_count, task.status, task.completed_at, has_consensus = row
+        return bool(has_consensus)
+    changed = Assignment.objects.filter(pk=assignment_id, status=Assignment.Status.LEASED).update(
+        status=Assignment.Status.SUBMITTED, submitted_at=now, tier_at_submission=tier)
+    if not changed:
+        return None
+    Draft.objects.filter(assignment_id=assignment_id).delete()
+    task.submitted_count += 1
+    if task.submitted_count >= task.overlap:
+        task.status = Task.Status.COMPLETE
+        task.completed_at = now
+    task.save(update_fields=["submitted_count", "status", "completed_at"])
+    return ItemConsensus.objects.filter(task=task).exists()
 
 
 def _reported_complete(task: Task) -> bool:

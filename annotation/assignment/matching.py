@@ -101,10 +101,13 @@ def weight(strengths: dict[int, float], dimensions: set[int]) -> float:
     return 1.0 + BONUS * min(1.0, strength)
 
 
-def candidate_pick(candidates: Sequence[Task], strengths: dict[int, float], rng: random.Random) -> Task:
-    """One of `candidates`, with probability proportional to its weight for the expert."""
+def candidate_pick(candidates: Sequence[Task], strengths: dict[int, float], rng: random.Random,
+                   dims: dict[int, set[int]] | None = None) -> Task:
+    """One of `candidates`, with probability proportional to its weight for the expert.
+
+    `dims` ({task id: its non-gate dimension ids}) when the draw read them already."""
     if len(candidates) == 1:
         return candidates[0]
-    dims = task_dimensions(candidates)
+    dims = dims if dims is not None else task_dimensions(candidates)
     weights = [weight(strengths, dims[t.pk]) for t in candidates]
     return rng.choices(list(candidates), weights=weights, k=1)[0]

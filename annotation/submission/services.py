@@ -15,7 +15,7 @@ from annotation.quality.control import control_record
 from annotation.quality.peer_tally import peer_tally_refresh
 from annotation.selectors import assignment_get_for_expert, rubric_items_for_task
 from annotation.submission.consensus import consensus_compute, tie_slot_add
-from annotation.webhooks.services import webhook_emit
+from annotation.webhooks.services import webhook_emit_many
 from core.after_commit import follow_ups_batched, task_send_on_commit
 from core.errors import Conflict
 from experts.models import ExpertProfile, User
@@ -103,6 +103,8 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
         assignment.submitted_at = now
         assignment.tier_at_submission = tier
         complete = task.status == Task.Status.COMPLETE
+        task.project = assignment.task.project  # read with the assignment; the lock read the task alone
+        events: list[tuple[WebhookEvent, dict]] = []  # webhook events of this submission, sent together
         if items and items[0].version_id != task.rubric_version_id:
             # A publish carried the task to a new version after the items were read (same keys, same
             # criteria: annotation.rubric_editing.carryover); label the items of the version it is on now.
@@ -127,15 +129,16 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
             if complete and not tie_slot_add(task=task, records=records):
                 # Final for now: the project's rules may ask the experts to consult on an item.
                 consultations_open_auto(task=task, records=records, now=now)
-                webhook_emit(project_id=task.project_id, event=WebhookEvent.CONSENSUS_READY, now=now,
-                             data={"task_id": task.pk, "rubric_version_id": task.rubric_version_id,
-                                   "items": len(records), "tied": sum(r.zone == "tied" for r in records)})
+                events.append((WebhookEvent.CONSENSUS_READY,
+                               {"task_id": task.pk, "rubric_version_id": task.rubric_version_id,
+                                "items": len(records), "tied": sum(r.zone == "tied" for r in records)}))
             # New consensus changes the quality figures: ask for a (debounced) recompute.
             task_send_on_commit("annotation.agreement_report_request", project_id=task.project_id)
         if complete and not task.is_golden:
-            webhook_emit(project_id=task.project_id, event=WebhookEvent.TASK_COMPLETED, now=now,
-                         data={"task_id": task.pk, "response_id": task.response_id,
-                               "submissions": task.submitted_count, "completed_at": now.isoformat()})
+            events.append((WebhookEvent.TASK_COMPLETED,
+                              {"task_id": task.pk, "response_id": task.response_id,
+                               "submissions": task.submitted_count, "completed_at": now.isoformat()}))
+        webhook_emit_many(project_id=task.project_id, events=events, now=now)
         # Payments listens by task name; it decides what earns (calibration does not). Control
         # tasks earn like any task: an unpaid task would tell the expert it was a control.
         task_send_on_commit("payments.ledger_post_earning", assignment_id=assignment.pk)

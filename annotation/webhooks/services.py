@@ -17,6 +17,7 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -133,15 +134,24 @@ def webhook_emit(*, project_id: int, event: WebhookEvent | str, data: dict[str, 
     Call it inside the transaction of the change: the messages commit with it and the
     deliveries start after the commit. Returns how many messages were queued.
     """
-    endpoints = [e for e in WebhookEndpoint.objects.filter(project_id=project_id, is_active=True)
-                 if str(event) in e.events]
-    for endpoint in endpoints:
-        message = WebhookMessage(endpoint=endpoint, event=str(event), payload={}, created_at=now)
-        message.payload = {"event": str(event), "id": str(message.event_id), "timestamp": now.isoformat(),
-                           "data": {"project_id": project_id, **data}}
-        message.save()
-        task_send_on_commit(WEBHOOK_DELIVER, message_id=message.pk)
-    return len(endpoints)
+    return webhook_emit_many(project_id=project_id, events=[(event, data)], now=now)
+
+
+def webhook_emit_many(*, project_id: int, events: Sequence[tuple[WebhookEvent | str, dict[str, Any]]],
+                      now: datetime) -> int:
+    """`webhook_emit` for several events of one change (a task completed and its consensus ready),
+    reading the project's endpoints once. Returns how many messages were queued."""
+    active = list(WebhookEndpoint.objects.filter(project_id=project_id, is_active=True)) if events else []
+    queued = 0
+    for event, data in events:
+        for endpoint in (e for e in active if str(event) in e.events):
+            message = WebhookMessage(endpoint=endpoint, event=str(event), payload={}, created_at=now)
+            message.payload = {"event": str(event), "id": str(message.event_id), "timestamp": now.isoformat(),
+                               "data": {"project_id": project_id, **data}}
+            message.save()
+            task_send_on_commit(WEBHOOK_DELIVER, message_id=message.pk)
+            queued += 1
+    return queued
 
 
 def _backoff_s(attempt: int) -> float:

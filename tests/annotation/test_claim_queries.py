@@ -1,40 +1,53 @@
 """Query counts on the hot path, for a veteran expert (about 4,000 labels, golden history included) on a
-project of 100,000 tasks: "next task" and a submission each make a fixed number of queries, whatever
-the expert's history and the project's size (their cost does not grow with either).
+project of 100,000 tasks: "next task" and a submission each send a fixed number of statements to the
+database, whatever the expert's history and the project's size (their cost does not grow with either).
 
-The budgets below are what the code makes today, query by query, through the API with token auth
-inside the test's transaction (so each `transaction.atomic` shows as a SAVEPOINT and its RELEASE).
+Counted as production sends them: with a broker (the outbox on, messages recorded instead of sent) and
+without the SAVEPOINT/RELEASE pairs that the test's own transaction turns each `transaction.atomic` into
+(in production the outermost one is a BEGIN and a COMMIT, which Django does not log either).
 """
 import pytest
+from celery import current_app
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
+import core.after_commit as after_commit
 from annotation.assignment.services import assignment_claim_next
 from annotation.models import Assignment, Label, Task
 from annotation.selectors import rubric_items_for_task
+from annotation.services import project_add_member
+from core.models import OutboxTask
+from tests.factories import ExpertFactory, make_project_with_tasks
 from tests.support.scale import veteran_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
-# next-task through the API: token + user (1); project with its rubric (1); the expert's object
-# permissions, user and group (2); expert profile (1); a lease already held (1); a passed calibration (1);
-# overdue leases to expire (1); current rubric version (1); matching strengths (1); SAVEPOINT (1); the
-# draw (5 here: the ring of started tasks, two half-walks that find none free for this expert, then one
-# query per candidate on the ring of all open tasks); the candidates' dimensions (1); expert profile lock
-# (1); live leases and this week's work (1); INSERT assignment (1); UPDATE task (1); RELEASE (1); the
-# response's rubric items (1); no draft query for a lease this request took. (The free slot of a started
+# next-task through the API: the token with its user and expert profile (1); the project with its rubric
+# (1); the annotate permission, the user's own or a group's (1); a lease already held, a passed
+# calibration and the current rubric version (1); matching strengths (1); the draw: up to three
+# candidates, each past its own random point of the ring of started tasks, else of all open tasks,
+# locked, with their dimensions (1); the expert profile's lock (1); live leases and this week's work (1);
+# INSERT assignment (1); UPDATE task (1); the response's rubric items (1). (The free slot of a started
 # task is one more.)
-CLAIM_API_QUERIES = 23
-# The service alone: the above less token, project, rubric items and draft (the permissions are asked
-# here, in the service, instead of by the view).
-CLAIM_SERVICE_QUERIES = 20
-# submit through the API: token + user (1); idempotency key lookup (1); the assignment with its task,
-# response, question, version, project and the expert's profile, for their tier (1); rubric items (1);
-# SAVEPOINT (1); task lock (1); assignment lock (1); INSERT labels (1); UPDATE assignment (1); DELETE
-# draft (1); UPDATE task (1); the panel's peer tally, one INSERT ... SELECT (1); consensus already
-# written? (1); RELEASE (1); SAVEPOINT, INSERT idempotency record, RELEASE (3).
-SUBMIT_API_QUERIES = 17
+CLAIM_API_QUERIES = 11
+# The service alone: the above less token, project and rubric items, plus the profile (no request read
+# it) and the permission (asked here instead of by the view).
+CLAIM_SERVICE_QUERIES = 10
+# submit through the API: token with user and profile (1); idempotency key lookup (1); the assignment
+# with its task, response, question, version, project and the expert's profile, for their tier (1);
+# rubric items (1); task lock (1); lease to submission, draft, task count and "consensus already
+# written?" in one statement (1); INSERT labels (1); the panel's peer tally, one INSERT ... SELECT (1);
+# one outbox row for the follow-up work (1); INSERT idempotency record (1).
+SUBMIT_API_QUERIES = 10
+COMPLETING_SUBMIT_API_QUERIES = 15
+
+
+def _statements(context: CaptureQueriesContext) -> list[str]:
+    return [q["sql"] for q in context.captured_queries
+            if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT", "ROLLBACK TO SAVEPOINT"))]
 
 
 def _client(api, expert):
@@ -43,25 +56,64 @@ def _client(api, expert):
     return api
 
 
+@pytest.fixture
+def broker(monkeypatch):
+    """Production's follow-up path: outbox rows in the transaction, messages recorded on commit."""
+    sent: list[str] = []
+    monkeypatch.setattr(current_app.conf, "task_always_eager", False)
+    monkeypatch.setattr(after_commit, "task_send", lambda name, **kwargs: sent.append(name))
+    return sent
+
+
 def test_next_task_and_submit_for_a_veteran_on_100000_tasks_make_a_fixed_number_of_queries(
-        api, django_assert_max_num_queries):
+        api, broker, django_capture_on_commit_callbacks):
     # One world for the three measures: it takes about 30 s to build.
     project, expert = veteran_world(tasks=100_000, labels=4000, control_rate_pct=0)
     assert Label.objects.filter(assignment__expert=expert).count() >= 3900
     client = _client(api, expert)
 
-    with django_assert_max_num_queries(CLAIM_SERVICE_QUERIES):
+    with CaptureQueriesContext(connection) as service:
         first = assignment_claim_next(project=project, expert=expert, now=timezone.now())
     Assignment.objects.filter(pk=first.pk).update(status=Assignment.Status.RELEASED)
     Task.objects.filter(pk=first.task_id).update(live_count=0)
-    with django_assert_max_num_queries(CLAIM_API_QUERIES):
+    with CaptureQueriesContext(connection) as claim:
         claimed = client.post(reverse("api-next-task", args=[project.pk]))
     lease = Assignment.objects.get(pk=claimed.json()["id"])
     labels = {item.item_key: 1 for item in rubric_items_for_task(lease.task)}
-    with django_assert_max_num_queries(SUBMIT_API_QUERIES):
+    with django_capture_on_commit_callbacks(execute=True), CaptureQueriesContext(connection) as submit:
         submitted = client.post(reverse("api-submit", args=[lease.pk]), {"labels": labels}, format="json",
                                 HTTP_IDEMPOTENCY_KEY="veteran-1")
 
     assert first is not None and first.task_id != lease.task_id
     assert claimed.status_code == 200
     assert submitted.status_code == 201
+    assert len(_statements(service)) <= CLAIM_SERVICE_QUERIES, "\n".join(_statements(service))
+    assert len(_statements(claim)) <= CLAIM_API_QUERIES, "\n".join(_statements(claim))
+    assert len(_statements(submit)) <= SUBMIT_API_QUERIES, "\n".join(_statements(submit))
+    # The follow-up work went out as one outbox row and one message.
+    assert list(OutboxTask.objects.values_list("name", flat=True)) == ["core.follow_ups_run"]
+    assert broker == ["core.follow_ups_run"]
+
+
+def test_a_submission_that_completes_its_task_stays_within_a_fixed_number_of_queries(api, broker):
+    """The last submission of a panel also writes the consensus: a few statements more, still fixed."""
+    project = make_project_with_tasks(n_questions=1, items_per_question=10, overlap=3)
+    experts = [ExpertFactory() for _ in range(3)]
+    for member in experts:
+        project_add_member(project=project, user=member)
+    for n, member in enumerate(experts):
+        client = _client(api, member)
+        claimed = client.post(reverse("api-next-task", args=[project.pk]))
+        assert claimed.status_code == 200, claimed.content
+        lease = Assignment.objects.get(pk=claimed.json()["id"])
+        labels = {item.item_key: 1 for item in rubric_items_for_task(lease.task)}
+        with CaptureQueriesContext(connection) as submit:
+            answer = client.post(reverse("api-submit", args=[lease.pk]), {"labels": labels}, format="json",
+                                 HTTP_IDEMPOTENCY_KEY=f"panel-{n}")
+        assert answer.status_code == 201
+    assert answer.json()["task_complete"] is True
+    # The consensus: the panel's labels and adjudications read, stale rows dropped, the items' rows
+    # written (4); the webhook endpoints, once for task.completed and consensus.ready (1); the
+    # agreement request joins the same outbox row.
+    assert len(_statements(submit)) <= COMPLETING_SUBMIT_API_QUERIES, "\n".join(_statements(submit))
+    assert OutboxTask.objects.filter(name="core.follow_ups_run").count() == 3

@@ -4,7 +4,8 @@ from typing import Any
 from django.db import transaction
 
 from annotation import permissions
-from annotation.models import Project
+from annotation.audit.services import audit_record
+from annotation.models import AuditAction, Project
 from annotation.models.project import LEASE_TIMEOUT_S, OVERLAP
 from annotation.projects.fields import settings_clean
 from core.errors import DomainError
@@ -15,11 +16,12 @@ from rubrics.models import Rubric
 @transaction.atomic
 def project_create(*, name: str, created_by: User | None, overlap: Any = OVERLAP.default,
                    lease_timeout_s: Any = LEASE_TIMEOUT_S.default, description: str = "",
-                   due_date: Any = None) -> Project:
+                   due_date: Any = None, audited: bool = True) -> Project:
     """Create a project with its (empty) rubric; the creating PM manages it.
 
     Values are checked by the settings' one validation (`annotation.projects.fields`): one
-    message per bad field in the user's language, and nothing written.
+    message per bad field in the user's language, and nothing written. The audit log gets a
+    "project created" entry unless `audited` is False (a clone writes its own entry instead).
     """
     clean = settings_clean({"name": name if name is not None else "", "description": description or "",
                             "overlap": overlap, "lease_timeout_s": lease_timeout_s, "due_date": due_date})
@@ -27,6 +29,10 @@ def project_create(*, name: str, created_by: User | None, overlap: Any = OVERLAP
     project = Project.objects.create(rubric=rubric, created_by=created_by, **clean)
     if created_by is not None and created_by.is_pm:
         permissions.grant_manage(created_by, project)
+    if audited:
+        audit_record(actor=created_by, action=AuditAction.PROJECT_CREATE, project_id=project.pk, objects=[project],
+                     details={"name": project.name, "overlap": project.overlap,
+                              "lease_timeout_s": project.lease_timeout_s, "due_date": project.due_date})
     return project
 
 

@@ -32,7 +32,8 @@ from django.db.models import Case, QuerySet, When
 from django.urls import reverse
 
 from annotation import permissions as annotation_permissions
-from annotation.models import Assignment, Project
+from annotation.audit.services import audit_record
+from annotation.models import Assignment, AuditAction, Project
 from annotation.selectors import project_list_for_user
 from annotation.submission.rejection import submission_restore_labels
 from core.error_codes import ErrorCode
@@ -338,6 +339,13 @@ def appeal_decide(*, actor: User, appeal_id, outcome: str, reason: str | None, n
         appeal.decided_by = actor
         appeal.decision_reason = text
         appeal.save(update_fields=["status", "decided_at", "decided_by", "decision_reason", "correction"])
+        correction = appeal.correction
+        audit_record(actor=actor, project_id=appeal.project_id, objects=[appeal], now=now,
+                     action=AuditAction.APPEAL_ACCEPT if outcome == Outcome.ACCEPT else AuditAction.APPEAL_DENY,
+                     details={"kind": appeal.kind, "expert": appeal.expert_id, "assignment": appeal.assignment_id,
+                              "entry": appeal.entry_id, "reason": text,
+                              "correction": correction.pk if correction is not None else None,
+                              "amount": str(correction.amount) if correction is not None else None})
         _notify(appeal=appeal, now=now)
     logger.info("appeal decided", extra={"appeal_id": appeal.pk, "status": appeal.status})
     return appeal

@@ -13,13 +13,14 @@ class PaymentsConfig(AppConfig):
         # The rubric impact prices re-annotation through a hook annotation offers (it cannot import us).
         # The review queue rejects through payments for the same reason (the earning is reversed),
         # and the quality dashboard's cost card reads the current period's spend through another.
-        from annotation.review.rejecting import review_rejecter_register
+        from annotation.review.rejecting import rejection_earnings_register, review_rejecter_register
         from annotation.rubric_editing.pricing import period_spend_register, reannotation_pricer_register
         from payments import receivers, tasks  # noqa: F401
         from payments.pricing import reannotation_price
-        from payments.selectors import project_period_spend
+        from payments.selectors import earnings_of_assignments, project_period_spend
         from payments.services import submission_reject_for_review
 
         reannotation_pricer_register(reannotation_price)
         review_rejecter_register(submission_reject_for_review)
+        rejection_earnings_register(earnings_of_assignments)
         period_spend_register(project_period_spend)

@@ -449,3 +449,10 @@ def project_period_spend(project_id: int, at: datetime) -> PeriodSpend | None:
                                           computed_at__lt=period.ends_at).count()
     return PeriodSpend(amount=net, currency=project_currency(project_id), consensus_labels=labels,
                        per_label=cost_per_label(net, labels), starts_at=period.starts_at, ends_at=period.ends_at)
+
+
+def earnings_of_assignments(assignment_ids: list[int]) -> dict[str, Decimal]:
+    """The earnings posted for `assignment_ids`, totalled per currency: what rejecting them reverses."""
+    rows = (LedgerEntry.objects.filter(assignment_id__in=assignment_ids, kind=LedgerEntry.Kind.EARNING)
+            .values("currency").annotate(total=Sum("amount")).order_by("currency"))
+    return {row["currency"]: row["total"] for row in rows}

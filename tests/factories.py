@@ -102,7 +102,8 @@ def make_project_with_tasks(*, n_questions: int = 2, items_per_question: int = 3
     """A project with a published rubric version and one open task per (question, model)."""
     from annotation.services import project_create
 
-    project = project_create(name="test project", created_by=pm, overlap=overlap)
+    # A fixture, not a PM's action: it leaves the audit log empty for the test to read.
+    project = project_create(name="test project", created_by=pm, overlap=overlap, audited=False)
     version = RubricVersion.objects.create(rubric=project.rubric, number=1)
     dims = list(Dimension.objects.filter(is_gate=False)[:4])
     responses = []

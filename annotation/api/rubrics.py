@@ -133,7 +133,8 @@ class RubricDraftApi(APIView):
         project = project_get_for_user(request.user, project_id, manage=True)
         body = self.PatchInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        rubric_draft_guidelines_update(project=project, guidelines=body.validated_data["guidelines"])
+        rubric_draft_guidelines_update(project=project, guidelines=body.validated_data["guidelines"],
+                                       by=request.user)
         return self._answer(project)
 
 
@@ -154,7 +155,7 @@ class RubricDraftItemsApi(APIView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         item = rubric_draft_item_add(project=project, question_ref=data["question_id"], content=data["content"],
-                                     score=data["score"], dimension=data["dimension"])
+                                     score=data["score"], dimension=data["dimension"], by=request.user)
         return Response(self.OutputSerializer(item).data, status=status.HTTP_201_CREATED)
 
 
@@ -175,13 +176,13 @@ class RubricItemApi(APIView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         item = rubric_draft_item_update(project=project, item_id=item_id, content=data["content"],
-                                        score=data["score"], dimension=data["dimension"])
+                                        score=data["score"], dimension=data["dimension"], by=request.user)
         return Response(self.OutputSerializer(item).data)
 
     @extend_schema(operation_id="rubric_item_delete", responses={204: None, 404: _NOT_FOUND, 409: _PUBLISHED})
     def delete(self, request: Request, project_id: int, item_id: int) -> Response:
         project = project_get_for_user(request.user, project_id, manage=True)
-        rubric_draft_item_delete(project=project, item_id=item_id)
+        rubric_draft_item_delete(project=project, item_id=item_id, by=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -43,7 +43,8 @@ def audit_record(*, actor: User | None, action: AuditAction | str, project_id: i
     if rows:
         object_type = object_type or rows[0]._meta.label_lower
         object_ids = [row.pk for row in rows]
-    ids = sorted(_jsonable(list(object_ids)), key=str)
+    # Numbers in numeric order (9 before 10), any other id after them in text order.
+    ids = sorted(_jsonable(list(object_ids)), key=lambda v: (0, v, "") if isinstance(v, int) else (1, 0, str(v)))
     return AuditEntry.objects.create(
         at=now or timezone.now(), actor=actor if isinstance(actor, User) and actor.pk else None,
         action=str(action), project_id=project_id, object_type=object_type, object_ids=ids,

@@ -11,8 +11,9 @@ from django.db import transaction
 from django.urls import reverse
 
 from annotation import permissions
+from annotation.audit.services import audit_record
 from annotation.lock_objects import task_lock
-from annotation.models import Assignment, Consultation, ConsultationParticipant, ItemConsensus, Label, Task
+from annotation.models import Assignment, AuditAction, Consultation, ConsultationParticipant, ItemConsensus, Label, Task
 from annotation.projects.rules import project_check_writable
 from annotation.selectors import assignment_get_for_expert
 from core.error_codes import ErrorCode
@@ -172,7 +173,12 @@ def consultation_open_by_pm(*, pm: User, task_id: object, rubric_item_id: object
     with transaction.atomic():
         task = task_lock(task.pk)
         item = _item_of_task(task, rubric_item_id)
-        return _open_locked(task=task, item=item, trigger=Trigger.PM, by=pm, reason=clean, now=now)
+        opened = _open_locked(task=task, item=item, trigger=Trigger.PM, by=pm, reason=clean, now=now)
+        if opened.created:
+            audit_record(actor=pm, action=AuditAction.CONSULTATION_OPEN, project_id=task.project_id,
+                         objects=[opened.consultation], now=now,
+                         details={"task": task.pk, "item_key": item.item_key, "reason": clean})
+        return opened
 
 
 def consultation_open_by_expert(*, expert: User, assignment_id: object, rubric_item_id: object, reason: object,

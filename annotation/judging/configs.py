@@ -32,9 +32,10 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from annotation.audit.services import audit_record
 from annotation.judging import prompt as judge_prompt
 from annotation.lock_objects import project_lock
-from annotation.models import JudgeConfig, JudgeConfigVersion, Project
+from annotation.models import AuditAction, JudgeConfig, JudgeConfigVersion, Project
 from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError, NotFound
 from experts.models import User
@@ -168,12 +169,21 @@ def judge_config_create(*, project: Project, name: object, prompt_template: obje
         with transaction.atomic():
             project_lock(project.pk)
             config = JudgeConfig.objects.create(project=project, name=clean_name, created_at=now)
-            return _version_write(config=config, number=1, data=data, created_by=created_by, now=now)
+            version = _version_write(config=config, number=1, data=data, created_by=created_by, now=now)
+            _audit(action=AuditAction.JUDGE_CONFIG_CREATE, version=version, by=created_by, now=now)
+            return version
     except IntegrityError:
         raise DomainError("The judge configuration was not saved: name: taken.",
                           code=ErrorCode.JUDGE_CONFIG_INVALID,
                           errors=[{"field": "name", "code": ErrorCode.JUDGE_CONFIG_NAME_TAKEN,
                                    "message": "taken"}]) from None
+
+
+def _audit(*, action: AuditAction, version: JudgeConfigVersion, by: User | None, now: datetime) -> None:
+    audit_record(actor=by, action=action, project_id=version.config.project_id, objects=[version.config], now=now,
+                 details={"name": version.config.name, "version": version.number, "version_id": version.pk,
+                          "judge_model": version.judge_model, "base_url": version.base_url,
+                          "temperature": version.temperature, "note": version.note})
 
 
 def _version_write(*, config: JudgeConfig, number: int, data: VersionInput, created_by: User | None,
@@ -196,8 +206,10 @@ def judge_config_edit(*, config: JudgeConfig, prompt_template: object, judge_mod
         if latest is not None and data.same_as(latest):
             raise Conflict(f"Nothing changed since version {latest.number}.", code=ErrorCode.JUDGE_CONFIG_UNCHANGED,
                            params={"number": latest.number})
-        return _version_write(config=config, number=(latest.number if latest else 0) + 1, data=data,
-                              created_by=created_by, now=now)
+        version = _version_write(config=config, number=(latest.number if latest else 0) + 1, data=data,
+                                 created_by=created_by, now=now)
+        _audit(action=AuditAction.JUDGE_CONFIG_EDIT, version=version, by=created_by, now=now)
+        return version
 
 
 def judge_config_version_for_run(*, project: Project, judge_model: str, base_url: str, created_by: User | None,

@@ -13,8 +13,10 @@ from django.urls import reverse
 from django.utils.text import Truncator
 from django.utils.translation import gettext
 
+from annotation.audit.services import audit_record
 from annotation.consultations.selectors import consultation_case_material
 from annotation.models import (
+    AuditAction,
     Case,
     CaseItem,
     CaseOutcome,
@@ -179,7 +181,14 @@ def case_create(*, project: Project, by: User, now: datetime, title: str, proble
         CaseItem.objects.bulk_create([CaseItem(case=case, item_key=i.item_key, question_ref=i.question_ref)
                                       for i in items])
         case.dimensions.set(dimensions)
+        if publish:
+            _audit_publish(case=case, action=AuditAction.CASE_PUBLISH, by=by, now=now)
     return case
+
+
+def _audit_publish(*, case: Case, action: AuditAction, by: User, now: datetime) -> None:
+    audit_record(actor=by, action=action, project_id=case.project_id, objects=[case], now=now,
+                 details={"title": case.title, "consultation": case.consultation_id})
 
 
 def _consultation_check(*, project: Project, consultation: Consultation) -> None:
@@ -258,16 +267,20 @@ def case_update(*, case: Case, by: User, now: datetime, title: str, problem: str
 
 def case_publish(*, case: Case, by: User, now: datetime) -> Case:
     """Publish a draft case so that experts see it; publishing a published case changes nothing."""
-    Case.objects.filter(pk=case.pk, status=CaseStatus.DRAFT).update(
-        status=CaseStatus.PUBLISHED, published_by=by, published_at=now, updated_at=now)
+    with transaction.atomic():
+        if Case.objects.filter(pk=case.pk, status=CaseStatus.DRAFT).update(
+                status=CaseStatus.PUBLISHED, published_by=by, published_at=now, updated_at=now):
+            _audit_publish(case=case, action=AuditAction.CASE_PUBLISH, by=by, now=now)
     case.refresh_from_db()
     return case
 
 
 def case_unpublish(*, case: Case, by: User, now: datetime) -> Case:
     """Take a case back to draft: experts no longer see it; its readers are kept."""
-    Case.objects.filter(pk=case.pk, status=CaseStatus.PUBLISHED).update(
-        status=CaseStatus.DRAFT, published_by=None, published_at=None, updated_at=now)
+    with transaction.atomic():
+        if Case.objects.filter(pk=case.pk, status=CaseStatus.PUBLISHED).update(
+                status=CaseStatus.DRAFT, published_by=None, published_at=None, updated_at=now):
+            _audit_publish(case=case, action=AuditAction.CASE_UNPUBLISH, by=by, now=now)
     case.refresh_from_db()
     return case
 

@@ -37,6 +37,22 @@ class AuditAction(models.TextChoices):
     REVIEW_RETURN = "review.return", _("Submission returned to the expert")
     BLIND_TEST_CREATE = "blind_test.create", _("Blind-test sample drawn")
     CONVERGENCE_TARGETS = "convergence.targets", _("Judge convergence targets changed")
+    APPEAL_ACCEPT = "appeal.accept", _("Appeal accepted")
+    APPEAL_DENY = "appeal.deny", _("Appeal denied")
+    INVITATION_CREATE = "invitation.create", _("Invitation link created")
+    INVITATION_REVOKE = "invitation.revoke", _("Invitation link withdrawn")
+    PROJECT_CREATE = "project.create", _("Project created")
+    PROJECT_CLONE = "project.clone", _("Project cloned")
+    CASE_PUBLISH = "case.publish", _("Library case published")
+    CASE_UNPUBLISH = "case.unpublish", _("Library case taken back to draft")
+    JUDGE_CONFIG_CREATE = "judge_config.create", _("Judge configuration created")
+    JUDGE_CONFIG_EDIT = "judge_config.edit", _("Judge configuration edited")
+    RUBRIC_ITEM_ADD = "rubric_item.add", _("Rubric item added to the draft")
+    RUBRIC_ITEM_EDIT = "rubric_item.edit", _("Rubric item edited in the draft")
+    RUBRIC_ITEM_DELETE = "rubric_item.delete", _("Rubric item removed from the draft")
+    RUBRIC_GUIDELINES_EDIT = "rubric_guidelines.edit", _("Draft guidelines edited")
+    CONSULTATION_OPEN = "consultation.open", _("Consultation opened by a PM")
+    BATCH_REJECT = "batch.reject", _("Submissions rejected in a batch")
 
 
 class AuditEntry(models.Model):

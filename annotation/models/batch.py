@@ -16,6 +16,7 @@ class BatchJob(models.Model):
         OVERLAP = "overlap", _("Raise overlap")
         PRIORITY = "priority", _("Set priority")
         ASSIGN = "assign", _("Assign by hand")
+        REJECT = "reject", _("Reject submissions")
 
     class Status(models.TextChoices):
         QUEUED = "queued", _("Waiting for a worker")

@@ -242,7 +242,7 @@ def project_clone(*, source: Project, by: User | None, name: str = "", copy_memb
     and prices (copied by payments on the `project_cloned` signal); no work, and no members but
     its creator unless `copy_members`. The source may be in any state; the clone starts active."""
     clone = project_create(name=name.strip() or f"{source.name} (copy)", created_by=by, overlap=source.overlap,
-                           lease_timeout_s=source.lease_timeout_s, description=source.description)
+                           lease_timeout_s=source.lease_timeout_s, description=source.description, audited=False)
     copied = {f.name: getattr(source, f.name) for f in FIELDS if f.name not in ("name", "description", "overlap",
                                                                                 "lease_timeout_s")}
     for key, value in copied.items():
@@ -255,5 +255,8 @@ def project_clone(*, source: Project, by: User | None, name: str = "", copy_memb
             if user != by:
                 project_add_member(project=clone, user=user)
     project_cloned.send(sender=Project, source=source, clone=clone, created_by=by)
+    audit_record(actor=by, action=AuditAction.PROJECT_CLONE, project_id=clone.pk, objects=[clone], now=now,
+                 details={"source": source.pk, "name": clone.name, "copy_members": copy_members,
+                          "rubric_version": version.number if version is not None else None, "golden_tasks": golden})
     logger.info("project cloned", extra={"source_id": source.pk, "project_id": clone.pk, "golden_tasks": golden})
     return clone

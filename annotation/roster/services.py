@@ -207,6 +207,8 @@ def invitation_create(*, project: Project, role: str, expires_in_days, max_uses,
     invitation = Invitation.objects.create(
         project=project, token=secrets.token_urlsafe(TOKEN_BYTES), role=role, expires_at=now + timedelta(days=days),
         max_uses=uses, created_by=by, created_at=now)
+    audit_record(actor=by, action=AuditAction.INVITATION_CREATE, project_id=project.pk, objects=[invitation], now=now,
+                 details={"role": role, "expires_at": invitation.expires_at.isoformat(), "max_uses": uses})
     logger.info("roster invitation created", extra={"project": project.pk, "invitation": invitation.pk})
     return invitation
 
@@ -219,6 +221,8 @@ def invitation_revoke(*, invitation: Invitation, by: User | None, now: datetime)
         return False
     locked.revoked_at, locked.revoked_by = now, by
     locked.save(update_fields=["revoked_at", "revoked_by"])
+    audit_record(actor=by, action=AuditAction.INVITATION_REVOKE, project_id=locked.project_id, objects=[locked],
+                 now=now, details={"role": locked.role, "use_count": locked.use_count})
     invitation.revoked_at, invitation.revoked_by = now, by
     return True
 

@@ -74,18 +74,30 @@ def _draft_item(*, project: Project, item_id) -> RubricItem:
     return item
 
 
-def rubric_draft_item_update(*, project: Project, item_id, content, score, dimension) -> RubricItem:
-    """Change an item of the draft: wording, score and dimension."""
+def _audit_item(*, action: AuditAction, project: Project, item: RubricItem, by: User | None, **details) -> None:
+    audit_record(actor=by, action=action, project_id=project.pk, object_type="rubrics.rubricitem",
+                 object_ids=[item.pk], details={"item_key": item.item_key, "version": item.version.number, **details})
+
+
+def rubric_draft_item_update(*, project: Project, item_id, content, score, dimension,
+                             by: User | None = None) -> RubricItem:
+    """Change an item of the draft: wording, score and dimension (audited with the old and new values)."""
     clean = _clean_item(content=content, score=score, dimension=dimension)
     project_check_writable(project)
     with transaction.atomic():
         item = _draft_item(project=project, item_id=item_id)
+        old = {"content": item.content, "score": item.score, "dimension": item.dimension.code}
         item.content, item.score, item.dimension = clean.content, clean.score, clean.dimension
         item.save(update_fields=["content", "score", "dimension"])
+        new = {"content": item.content, "score": item.score, "dimension": item.dimension.code}
+        changes = {k: {"old": old[k], "new": new[k]} for k in old if old[k] != new[k]}
+        if changes:
+            _audit_item(action=AuditAction.RUBRIC_ITEM_EDIT, project=project, item=item, by=by, changes=changes)
     return item
 
 
-def rubric_draft_item_add(*, project: Project, question_ref: str, content, score, dimension) -> RubricItem:
+def rubric_draft_item_add(*, project: Project, question_ref: str, content, score, dimension,
+                          by: User | None = None) -> RubricItem:
     """Add an item to a question in the draft (created from the published version when missing)."""
     clean = _clean_item(content=content, score=score, dimension=dimension)
     if not Question.objects.filter(project=project, external_id=question_ref).exists():
@@ -96,9 +108,12 @@ def rubric_draft_item_add(*, project: Project, question_ref: str, content, score
         draft = rubric_draft_get_or_create(project=project)
         last = (RubricItem.objects.filter(version__rubric_id=project.rubric_id, question_ref=question_ref)
                 .aggregate(n=Max("position"))["n"] or 0)
-        return RubricItem.objects.create(
+        item = RubricItem.objects.create(
             version=draft, question_ref=question_ref, position=last + 1, item_key=f"{question_ref}:{last + 1}",
             dimension=clean.dimension, score=clean.score, content=clean.content)
+        _audit_item(action=AuditAction.RUBRIC_ITEM_ADD, project=project, item=item, by=by,
+                    content=item.content, score=item.score, dimension=item.dimension.code)
+        return item
 
 
 @dataclass(frozen=True)
@@ -124,14 +139,17 @@ def rubric_draft_item_removal(*, project: Project, item_id) -> ItemRemoval:
                        published_labels=Label.objects.filter(rubric_item=published).count())
 
 
-def rubric_draft_item_delete(*, project: Project, item_id) -> None:
+def rubric_draft_item_delete(*, project: Project, item_id, by: User | None = None) -> None:
     """Remove an item from the draft."""
     project_check_writable(project)
     with transaction.atomic():
-        _draft_item(project=project, item_id=item_id).delete()  # the draft's item carries no label
+        item = _draft_item(project=project, item_id=item_id)
+        _audit_item(action=AuditAction.RUBRIC_ITEM_DELETE, project=project, item=item, by=by,
+                    content=item.content, score=item.score, dimension=item.dimension.code)
+        item.delete()  # the draft's item carries no label
 
 
-def rubric_draft_guidelines_update(*, project: Project, guidelines: str) -> RubricVersion:
+def rubric_draft_guidelines_update(*, project: Project, guidelines: str, by: User | None = None) -> RubricVersion:
     """Replace the draft's guidelines (Markdown); the draft is started from the published version when missing.
 
     Published versions keep theirs: only the draft is ever written (the database refuses the rest).
@@ -146,8 +164,11 @@ def rubric_draft_guidelines_update(*, project: Project, guidelines: str) -> Rubr
         project_imports_lock(project=project)
         draft = rubric_draft_get_or_create(project=project)
         if draft.guidelines != text:
+            old = draft.guidelines
             draft.guidelines = text
             draft.save(update_fields=["guidelines"])
+            audit_record(actor=by, action=AuditAction.RUBRIC_GUIDELINES_EDIT, project_id=project.pk,
+                         objects=[draft], details={"version": draft.number, "old": old, "new": text})
     return draft
 
 

@@ -111,7 +111,7 @@ def _refused(request: HttpRequest, project: Project, exc: DomainError, **extra: 
 def rubric_item_edit(request: HttpRequest, project_id: int, item_id: int) -> HttpResponse:
     project = project_get_for_user(request.user, project_id, manage=True)
     try:
-        item = rubric_draft_item_update(project=project, item_id=item_id, **_item_fields(request))
+        item = rubric_draft_item_update(project=project, item_id=item_id, by=request.user, **_item_fields(request))
     except NotFound:
         raise  # the 404 page, from core.middleware
     except DomainError as exc:
@@ -126,7 +126,7 @@ def rubric_item_add(request: HttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(request.user, project_id, manage=True)
     try:
         item = rubric_draft_item_add(project=project, question_ref=request.POST.get("question", ""),
-                                     **_item_fields(request))
+                                     by=request.user, **_item_fields(request))
     except NotFound:
         raise  # the 404 page, from core.middleware
     except DomainError as exc:
@@ -171,7 +171,7 @@ def rubric_item_delete(request: HttpRequest, project_id: int, item_id: int) -> H
             cancel_url=_back(project, question or item.question_ref),
             fields={"question": question or item.question_ref}, confirm_label=_("Remove from the draft")))
     try:
-        rubric_draft_item_delete(project=project, item_id=item_id)
+        rubric_draft_item_delete(project=project, item_id=item_id, by=request.user)
     except NotFound:
         raise  # the 404 page, from core.middleware
     except DomainError as exc:
@@ -187,7 +187,7 @@ def rubric_guidelines_save(request: HttpRequest, project_id: int) -> HttpRespons
     project = project_get_for_user(request.user, project_id, manage=True)
     text = request.POST.get("guidelines", "")
     try:
-        draft = rubric_draft_guidelines_update(project=project, guidelines=text)
+        draft = rubric_draft_guidelines_update(project=project, guidelines=text, by=request.user)
     except DomainError as exc:
         return _refused(request, project, exc, guidelines_text=text)
     messages.success(request, _("Guidelines saved in draft v%(n)s.") % {"n": draft.number})

@@ -8,13 +8,16 @@ confirmation once, in the request or, for a large set, in a worker that follows 
 callback the task operations call after each slice of CHUNK tasks. Each operation writes one
 audit entry with the ids it touched, in its own transaction.
 
-Rejecting a set of submissions moves money too, so it lives in `payments.batch` (payments may
-import annotation, never the reverse).
+Rejecting the submissions of a filtered set (`batch_reject`) moves money too: each one goes
+through payments' `submission_reject` (the labels leave the consensus and the earning is
+reversed), reached through the hook of `annotation.review.rejecting` since annotation may not
+import payments.
 """
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
@@ -27,6 +30,7 @@ from annotation.models.project import OVERLAP
 from annotation.projects.rules import project_check_writable
 from annotation.projects.services import tasks_overlap_raise
 from annotation.quality.control import expert_resume
+from annotation.review.rejecting import rejection_earnings, review_rejecter
 from annotation.selectors import project_experts
 from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError, NotFound
@@ -264,3 +268,72 @@ def batch_experts_pause(*, project: Project, user_ids, pause: bool, by: User, no
     logger.info("batch experts pause", extra={"project_id": project.pk, "by": by.pk, "pause": pause,
                                               "changed": len(changed)})
     return len(changed)
+
+
+# --- Rejecting the submissions of a filtered set ---------------------------------------------------
+
+def submissions_filtered(project: Project, task_filter: TaskFilter, expert_ids=()) -> QuerySet[Assignment]:
+    """The submitted regular work on the filtered tasks (of `expert_ids` only, when given), in task order:
+    what `batch_reject` rejects. Work on golden tasks (silent controls) is never part of it."""
+    qs = Assignment.objects.filter(task__in=tasks_filtered(project, task_filter).values("pk"),
+                                   task__is_golden=False, kind=Assignment.Kind.WORK,
+                                   status=Assignment.Status.SUBMITTED)
+    if expert_ids:
+        qs = qs.filter(expert_id__in=list(expert_ids))
+    return qs.order_by("task_id", "pk")
+
+
+@dataclass(frozen=True)
+class RejectPreview:
+    """What rejecting the filtered set would touch."""
+
+    submissions: int
+    tasks: int
+    experts: list[tuple[str, int]]  # username and how many of their submissions, by username
+    earnings: dict[str, Decimal]  # the earnings reversed, per currency
+
+
+def rejections_preview(project: Project, task_filter: TaskFilter, expert_ids=()) -> RejectPreview:
+    rows = list(submissions_filtered(project, task_filter, expert_ids).values_list("pk", "task_id",
+                                                                                   "expert__username"))
+    per_expert: dict[str, int] = {}
+    for _pk, _task, username in rows:
+        per_expert[username] = per_expert.get(username, 0) + 1
+    return RejectPreview(submissions=len(rows), tasks=len({task for _pk, task, _u in rows}),
+                         experts=sorted(per_expert.items()),
+                         earnings=rejection_earnings([pk for pk, _task, _u in rows]))
+
+
+def batch_reject(*, project: Project, task_filter: TaskFilter, expert_ids=(), reason_code: str, reason: str,
+                 by: User, now: datetime, progress: Progress | None = None) -> int:
+    """Reject every submitted regular assignment of the filtered tasks (of `expert_ids` only, when
+    given) with one reason; returns how many. Each goes through the one rejection of a submission
+    (payments' `submission_reject`: out of the consensus, the slot reopened, the earning reversed,
+    the expert told); the first refusal undoes the ones before it, so the set is rejected whole
+    or not at all. One audit entry names the set, beside each rejection's own entry."""
+    rejecter = review_rejecter()
+    if rejecter is None:
+        raise DomainError("Rejecting needs the payments app.", code=ErrorCode.INVALID)
+    text = (reason or "").strip()
+    if not text:
+        raise DomainError("Give the reason for the rejection; the expert sees it on their statement.",
+                          code="reason_required", errors=[{"field": "reason", "message": "required"}])
+    if reason_code not in Assignment.RejectReason.values:
+        raise DomainError(str(ErrorCode.REJECT_REASON_UNKNOWN.label), code=ErrorCode.REJECT_REASON_UNKNOWN)
+    with transaction.atomic():
+        project = project_lock(project.pk)
+        project_check_writable(project)
+        ids = list(submissions_filtered(project, task_filter, expert_ids).values_list("pk", flat=True))
+        if not ids:
+            raise DomainError("No submission matches.", code=ErrorCode.BATCH_REJECT_NONE)
+        for done, part in _chunks(ids):
+            for assignment_id in part:
+                rejecter(by, assignment_id, reason_code, text, now)
+            _report(progress, done, len(ids))
+        audit_record(actor=by, action=AuditAction.BATCH_REJECT, project_id=project.pk, now=now,
+                     object_type="annotation.assignment", object_ids=ids,
+                     details={"filter": {k: v for k, v in task_filter.as_fields().items() if v},
+                              "experts": sorted(int(e) for e in expert_ids), "reason_code": reason_code,
+                              "reason": text, "rejected": len(ids)})
+    logger.info("batch reject", extra={"project_id": project.pk, "by": by.pk, "submissions": len(ids)})
+    return len(ids)

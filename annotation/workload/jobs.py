@@ -4,8 +4,8 @@ The confirmation page carries a token; the confirming post writes one `BatchJob`
 (PM, token), so a second post of the same confirmation (a double click, a reload, a
 replayed form) finds the first job and applies nothing more.
 
-* At most `BATCH_SYNC_MAX_TASKS` tasks: the job row and the operation commit together in the
-  request (`batch_run_now`); a refusal rolls both back.
+* At most `BATCH_SYNC_MAX_TASKS` tasks (submissions, for a rejection): the job row and the
+  operation commit together in the request (`batch_run_now`); a refusal rolls both back.
 * More: the job is queued (`batch_job_queue`) and a worker applies it (`batch_job_run`) in
   one transaction that also holds the job's row lock and marks it done, so a second delivery
   of the task waits, then finds it done; a refusal or a crash rolls everything back and the
@@ -31,6 +31,7 @@ from annotation.workload.batch import (
     batch_assign,
     batch_mark_golden,
     batch_raise_overlap,
+    batch_reject,
     batch_set_priority,
     experts_of_project,
 )
@@ -52,21 +53,25 @@ def sync_max() -> int:
 
 @dataclass(frozen=True)
 class BatchRequest:
-    """A confirmed operation on a project's filtered tasks."""
+    """A confirmed operation on a project's filtered tasks (for a rejection, `value` is the reason the
+    experts read, `reason_code` its kind, and `experts` narrows the set to theirs)."""
 
     op: str
     task_filter: TaskFilter
     value: str = ""
     experts: tuple[int, ...] = ()
+    reason_code: str = ""
 
     def params(self) -> dict[str, Any]:
-        return {**self.task_filter.as_fields(), "value": self.value, "experts": list(self.experts)}
+        return {**self.task_filter.as_fields(), "value": self.value, "experts": list(self.experts),
+                "reason_code": self.reason_code}
 
     @classmethod
     def from_job(cls, job: BatchJob) -> "BatchRequest":
         params = job.params
         return cls(op=job.op, task_filter=TaskFilter.from_data(params), value=str(params.get("value", "")),
-                   experts=tuple(int(e) for e in params.get("experts", [])))
+                   experts=tuple(int(e) for e in params.get("experts", [])),
+                   reason_code=str(params.get("reason_code", "")))
 
 
 def _apply(*, project: Project, by: User, request: BatchRequest, now: datetime, progress=None) -> int:
@@ -77,6 +82,10 @@ def _apply(*, project: Project, by: User, request: BatchRequest, now: datetime, 
         return batch_raise_overlap(project=project, task_filter=f, overlap=request.value, by=by, progress=progress)
     if request.op == BatchJob.Op.PRIORITY:
         return batch_set_priority(project=project, task_filter=f, priority=request.value, by=by, progress=progress)
+    if request.op == BatchJob.Op.REJECT:
+        named = [e.pk for e in experts_of_project(project, list(request.experts))] if request.experts else []
+        return batch_reject(project=project, task_filter=f, expert_ids=named, reason_code=request.reason_code,
+                            reason=request.value, by=by, now=now, progress=progress)
     experts = experts_of_project(project, list(request.experts))
     return batch_assign(project=project, task_filter=f, experts=experts, by=by, now=now, progress=progress)
 

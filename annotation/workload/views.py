@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotation.assignment.manual import hand_over_preview, leases_hand_over
-from annotation.models import Assignment, BatchJob, Difficulty
+from annotation.models import Assignment, BatchJob, Difficulty, Project
 from annotation.models.work import PRIORITY_MAX
 from annotation.selectors import project_experts, project_get_for_user
 from annotation.workload.batch import (
@@ -23,6 +23,8 @@ from annotation.workload.batch import (
     TaskFilter,
     batch_experts_pause,
     experts_of_project,
+    rejections_preview,
+    submissions_filtered,
     tasks_filtered,
     tasks_preview,
 )
@@ -100,21 +102,26 @@ def _done(request: HttpRequest, url: str, *, text: str | None = None, error: Dom
 @login_required
 @require_POST
 def batch_tasks(request: HttpRequest, project_id: int) -> HttpResponse:
-    """Mark golden, raise overlap or set priority on the filtered tasks: a preview first, then one transaction."""
+    """Mark golden, raise overlap, set priority, assign by hand or reject the submissions of the filtered
+    tasks: a preview first, then one transaction (or a worker's, for a large set)."""
     user: User = request.user  # type: ignore[assignment]  # behind login_required
     project = project_get_for_user(user, project_id, manage=True)
     task_filter = TaskFilter.from_data(request.POST)
     op = request.POST.get("op", "")
     value = request.POST.get("value", "").strip()
     back = _batch_url(project.pk, task_filter.as_fields())
-    if op not in ("golden", "overlap", "priority", "assign"):
+    if op not in ("golden", "overlap", "priority", "assign", "reject"):
         return _done(request, back, error=DomainError("Unknown operation.", code=ErrorCode.INVALID))
     named: list[User] = []
-    if op == "assign":
+    if op == "assign" or (op == "reject" and _ids(request, "experts")):
         try:
             named = experts_of_project(project, _ids(request, "experts"))
         except DomainError as exc:
             return _done(request, back, error=exc)
+    reason_code = request.POST.get("reason_code", Assignment.RejectReason.OTHER) if op == "reject" else ""
+    if op == "reject" and not confirmation_given(request):
+        return _reject_confirmation(request, project=project, task_filter=task_filter, named=named, reason=value,
+                                    reason_code=reason_code, back=back)
     if not confirmation_given(request):
         preview = tasks_preview(project, task_filter)
         lines = [ngettext("%(count)d task matches the filter.", "%(count)d tasks match the filter.",
@@ -149,9 +156,13 @@ def batch_tasks(request: HttpRequest, project_id: int) -> HttpResponse:
             confirm_label=_("Apply"), danger=op == "golden"))
     # A post without the confirmation's token (a script) still applies once per post.
     token = request.POST.get("token", "").strip() or uuid.uuid4().hex
-    asked = BatchRequest(op=op, task_filter=task_filter, value=value, experts=tuple(e.pk for e in named))
+    asked = BatchRequest(op=op, task_filter=task_filter, value=value, experts=tuple(e.pk for e in named),
+                         reason_code=reason_code)
     now = timezone.now()
-    total = tasks_filtered(project, task_filter).count()
+    if op == "reject":
+        total = submissions_filtered(project, task_filter, [e.pk for e in named]).count()
+    else:
+        total = tasks_filtered(project, task_filter).count()
     try:
         if total > sync_max():
             job, _new = batch_job_queue(project=project, by=user, request=asked, token=token, total=total, now=now)
@@ -169,9 +180,52 @@ def batch_tasks(request: HttpRequest, project_id: int) -> HttpResponse:
     return _done(request, back, text=text)
 
 
+def _reject_confirmation(request: HttpRequest, *, project: Project, task_filter: TaskFilter, named: list[User],
+                         reason: str, reason_code: str, back: str) -> HttpResponse:
+    """The step before rejecting the filtered set: how many submissions, whose, and the earnings reversed."""
+    error: DomainError | None = None
+    if not reason:
+        error = DomainError("Give a reason for the rejection.", code="reason_required",
+                            errors=[{"field": "reason", "message": "required"}])
+    elif reason_code not in Assignment.RejectReason.values:
+        error = DomainError("Unknown reason.", code=ErrorCode.REJECT_REASON_UNKNOWN)
+    preview = rejections_preview(project, task_filter, [e.pk for e in named])
+    if error is None and not preview.submissions:
+        error = DomainError("No submission matches.", code=ErrorCode.BATCH_REJECT_NONE)
+    if error is not None:
+        return _done(request, back, error=error)
+    names = ", ".join(f"{username} ({count})" for username, count in preview.experts)
+    amounts = ", ".join(f"{amount} {currency}" for currency, amount in preview.earnings.items())
+    lines = [
+        ngettext("%(count)d task matches the filter.", "%(count)d tasks match the filter.", preview.tasks)
+        % {"count": preview.tasks},
+        _("Submissions of: %(names)s.") % {"names": names},
+        _("The expert sees the reason on their statement and history: %(kind)s, “%(reason)s”.")
+        % {"kind": Assignment.RejectReason(reason_code).label, "reason": reason},
+        (_("Earnings reversed: %(amounts)s; each is deducted from the expert's next statement.")
+         % {"amounts": amounts}) if amounts else _("No earning was posted for them: no money moves."),
+        _("Their labels leave the consensus and the reports; the tasks go to other experts."),
+        _("Work on golden tasks is never part of it."),
+        _("All of it happens in one step, or nothing does."),
+    ]
+    if preview.submissions > sync_max():
+        lines.append(_("This set is large: it is applied in the background, and the next page shows "
+                       "its progress."))
+    return confirmation_page(request, Confirmation(
+        title=ngettext("Reject %(count)d submission?", "Reject %(count)d submissions?", preview.submissions)
+        % {"count": preview.submissions},
+        consequences=lines, action_url=request.path, cancel_url=back,
+        fields={**task_filter.as_fields(), "op": "reject", "value": reason, "reason_code": reason_code,
+                "experts": ",".join(str(e.pk) for e in named), "token": uuid.uuid4().hex},
+        confirm_label=_("Reject and deduct"), danger=True))
+
+
 def batch_job_summary(job: BatchJob) -> str:
     """What a finished job did, in the words the page and the message use."""
     changed = job.changed or 0
+    if job.op == BatchJob.Op.REJECT:
+        return ngettext("Done: %(count)d submission rejected.", "Done: %(count)d submissions rejected.",
+                        changed) % {"count": changed}
     if job.op == BatchJob.Op.ASSIGN:
         return ngettext("Done: %(count)d lease created.", "Done: %(count)d leases created.", changed) % {
             "count": changed}

@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
+from django.urls import reverse
 from django.utils import timezone
 from guardian.models import UserObjectPermission
 from guardian.shortcuts import assign_perm
@@ -12,16 +13,31 @@ from guardian.shortcuts import assign_perm
 from annotation import permissions
 from annotation.assignment.manual import assignments_create_by_hand, leases_hand_over, tasks_set_priority
 from annotation.assignment.services import assignment_claim_next
-from annotation.models import AuditEntry, Project, Task
+from annotation.consultations.opening import consultation_open_by_pm
+from annotation.judging.configs import judge_config_create, judge_config_edit
+from annotation.library.services import case_create, case_publish, case_unpublish
+from annotation.models import AuditEntry, Case, Project, Task
+from annotation.projects.services import project_clone
 from annotation.quality.control import expert_resume
 from annotation.review.services import review_accept, submission_return
-from annotation.services import project_add_member
+from annotation.roster.services import invitation_create, invitation_revoke
+from annotation.rubric_editing.services import (
+    rubric_draft_guidelines_update,
+    rubric_draft_item_add,
+    rubric_draft_item_delete,
+    rubric_draft_start,
+)
+from annotation.services import project_add_member, project_create
 from annotation.workload.batch import batch_experts_pause
-from core.errors import DomainError
+from core.errors import Conflict, DomainError, Forbidden, NotFound
 from experts.models import ExpertProfile
+from payments.appeals import appeal_create_for_rejection, appeal_decide
+from rubrics.models import RubricItem
+from tests.annotation.test_consultations import _tied_case
 from tests.annotation.test_review_flags import _submit
 from tests.factories import AdminFactory, ExpertFactory, PMFactory, make_project_with_tasks
 from tests.payments.factories import make_expert, make_paid_project
+from tests.payments.test_appeals import T0, _second_pm, rejected  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -232,3 +248,185 @@ def test_project_membership_is_read_only_in_the_admin_so_it_always_goes_through_
     assert sorted(UserObjectPermission.objects.values_list("pk", flat=True)) == before
     assert permissions.can_annotate(expert, project)
     assert not AuditEntry.objects.exists()
+
+
+# --- Appeals, invitations, projects, cases, judge configurations, the rubric draft ------------------
+
+
+@pytest.mark.parametrize("outcome", ["accept", "deny"])
+def test_an_appeal_decision_is_audited_with_its_correction_and_a_refused_one_is_not(rejected, outcome):  # noqa: F811
+    project, pm, contested = rejected
+    appeal = appeal_create_for_rejection(expert=contested.expert, assignment_id=contested.pk, reason="no", now=T0)
+    decider = _second_pm(project)
+
+    with pytest.raises(Forbidden):  # the PM who made the rejection does not decide its appeal
+        appeal_decide(actor=pm, appeal_id=appeal.pk, outcome=outcome, reason="mine", now=T0)
+    assert not AuditEntry.objects.filter(action__startswith="appeal.").exists()
+    decided = appeal_decide(actor=decider, appeal_id=appeal.pk, outcome=outcome, reason="Read the guideline.",
+                            now=T0 + timedelta(hours=1))
+    with pytest.raises(Conflict):  # decided once: the second decision changes nothing and writes nothing
+        appeal_decide(actor=decider, appeal_id=appeal.pk, outcome="accept", reason="again", now=T0)
+
+    entry = _only(f"appeal.{outcome}")
+    assert AuditEntry.objects.filter(action__startswith="appeal.").count() == 1
+    assert (entry.actor_id, entry.project_id, entry.object_type, entry.object_ids) == (
+        decider.pk, project.pk, "payments.appeal", [appeal.pk])
+    assert (entry.details["assignment"], entry.details["expert"], entry.details["reason"]) == (
+        contested.pk, contested.expert_id, "Read the guideline.")
+    if outcome == "accept":
+        assert decided.correction is not None
+        assert (entry.details["correction"], entry.details["amount"]) == (decided.correction.pk,
+                                                                         str(decided.correction.amount))
+    else:
+        assert (entry.details["correction"], entry.details["amount"]) == (None, None)
+
+
+def test_creating_and_withdrawing_an_invitation_is_audited_and_a_refused_or_repeated_one_is_not(pm_project):
+    pm, project = pm_project
+    now = timezone.now()
+
+    with pytest.raises(DomainError):
+        invitation_create(project=project, role="admin", expires_in_days=7, max_uses=5, by=pm, now=now)
+    assert not AuditEntry.objects.exists()
+    invitation = invitation_create(project=project, role="expert", expires_in_days=7, max_uses=5, by=pm, now=now)
+    assert invitation_revoke(invitation=invitation, by=pm, now=now)
+    assert not invitation_revoke(invitation=invitation, by=pm, now=now)
+
+    created, revoked = _only("invitation.create"), _only("invitation.revoke")
+    for entry in (created, revoked):
+        assert (entry.actor_id, entry.project_id, entry.object_type, entry.object_ids) == (
+            pm.pk, project.pk, "annotation.invitation", [invitation.pk])
+    assert (created.details["role"], created.details["max_uses"]) == ("expert", 5)
+    assert invitation.token not in str(created.details)  # the link's secret stays out of the log
+
+
+def test_creating_a_project_is_audited_and_a_refused_one_is_not():
+    pm = PMFactory()
+
+    with pytest.raises(DomainError):
+        project_create(name="  ", created_by=pm, overlap=3)
+    assert not AuditEntry.objects.exists()
+    project = project_create(name="Round one", created_by=pm, overlap=3)
+
+    entry = _only("project.create")
+    assert (entry.actor_id, entry.project_id, entry.object_type, entry.object_ids) == (
+        pm.pk, project.pk, "annotation.project", [project.pk])
+    assert (entry.details["name"], entry.details["overlap"]) == ("Round one", 3)
+
+
+def test_cloning_a_project_writes_one_clone_entry_on_the_clone_and_no_creation_entry(pm_project):
+    pm, project = pm_project
+
+    clone = project_clone(source=project, by=pm, name="round 2", now=timezone.now())
+
+    entry = _only("project.clone")
+    assert (entry.actor_id, entry.project_id, entry.object_ids) == (pm.pk, clone.pk, [clone.pk])
+    assert (entry.details["source"], entry.details["rubric_version"]) == (project.pk, 1)
+    assert not AuditEntry.objects.filter(action="project.create").exists()
+
+
+def test_publishing_and_unpublishing_a_case_are_audited_once_each(pm_project):
+    pm, project = pm_project
+    now = timezone.now()
+    text = {"title": "Advice too early", "problem": "p", "disagreement": "d", "discussion": "", "reading": "r"}
+
+    draft = case_create(project=project, by=pm, now=now, **text)
+    assert not AuditEntry.objects.exists()  # a draft is not published: experts see nothing yet
+    case_publish(case=draft, by=pm, now=now)
+    case_publish(case=draft, by=pm, now=now)  # already published: nothing changes, nothing is written
+    case_unpublish(case=draft, by=pm, now=now)
+    case_unpublish(case=draft, by=pm, now=now)
+    at_once = case_create(project=project, by=pm, now=now, publish=True, **{**text, "title": "Second"})
+
+    published = list(AuditEntry.objects.filter(action="case.publish").order_by("id"))
+    assert [(e.actor_id, e.project_id, e.object_type, e.object_ids) for e in published] == [
+        (pm.pk, project.pk, "annotation.case", [draft.pk]), (pm.pk, project.pk, "annotation.case", [at_once.pk])]
+    assert _only("case.unpublish").object_ids == [draft.pk]
+    assert Case.objects.get(pk=draft.pk).status == "draft"
+
+
+def test_a_case_refused_for_a_bad_field_writes_no_entry(pm_project):
+    pm, project = pm_project
+
+    with pytest.raises(DomainError):
+        case_create(project=project, by=pm, now=timezone.now(), title="", problem="p", disagreement="d",
+                    discussion="", reading="r", publish=True)
+
+    assert not AuditEntry.objects.exists() and not Case.objects.exists()
+
+
+def test_a_judge_configuration_and_its_new_version_are_audited_and_an_unchanged_edit_is_not(pm_project):
+    pm, project = pm_project
+    now = timezone.now()
+    template = "{dialogue}\n{response}\n{rubric}\n{count}"
+
+    with pytest.raises(DomainError):
+        judge_config_create(project=project, name="", prompt_template=template, created_by=pm, now=now)
+    assert not AuditEntry.objects.exists()
+    first = judge_config_create(project=project, name="strict", prompt_template=template, judge_model="m1",
+                                created_by=pm, now=now)
+    second = judge_config_edit(config=first.config, prompt_template=template, judge_model="m2", created_by=pm,
+                               now=now)
+    with pytest.raises(Conflict):
+        judge_config_edit(config=first.config, prompt_template=template, judge_model="m2", created_by=pm, now=now)
+
+    created, edited = _only("judge_config.create"), _only("judge_config.edit")
+    for entry, version in ((created, first), (edited, second)):
+        assert (entry.actor_id, entry.project_id, entry.object_type, entry.object_ids) == (
+            pm.pk, project.pk, "annotation.judgeconfig", [first.config_id])
+        assert (entry.details["version"], entry.details["version_id"], entry.details["judge_model"]) == (
+            version.number, version.pk, version.judge_model)
+
+
+def test_each_draft_rubric_edit_is_audited_with_the_item_and_a_refused_one_is_not(client, pm_project):
+    pm, project = pm_project
+    rubric_draft_start(project=project)
+    draft_item = RubricItem.objects.get(version__rubric_id=project.rubric_id, version__status="draft",
+                                        item_key="q0:1")
+    published_item = RubricItem.objects.get(version__rubric_id=project.rubric_id, version__status="published",
+                                            item_key="q0:1")
+    client.force_login(pm)
+
+    refused = client.post(reverse("rubric_item_edit", args=[project.pk, published_item.pk]),
+                          {"content": "changed", "score": "2", "dimension": draft_item.dimension.code})
+    published_item.refresh_from_db()
+    assert (refused.status_code, published_item.content) == (422, draft_item.content)  # published: never changes
+    assert not AuditEntry.objects.exists()
+    edited = client.post(reverse("rubric_item_edit", args=[project.pk, draft_item.pk]),
+                         {"content": "names the feeling", "score": "2", "dimension": draft_item.dimension.code},
+                         HTTP_X_REQUEST_ID="req-rubric-1")
+    added = rubric_draft_item_add(project=project, question_ref="q1", content="asks openly", score=1,
+                                  dimension=draft_item.dimension.code, by=pm)
+    rubric_draft_item_delete(project=project, item_id=added.pk, by=pm)
+    rubric_draft_guidelines_update(project=project, guidelines="Mark a hit only when the reply says it.", by=pm)
+    rubric_draft_guidelines_update(project=project, guidelines="Mark a hit only when the reply says it.", by=pm)
+
+    assert edited.status_code == 302
+    edit = _only("rubric_item.edit")
+    assert (edit.actor_id, edit.project_id, edit.object_type, edit.object_ids, edit.request_id) == (
+        pm.pk, project.pk, "rubrics.rubricitem", [draft_item.pk], "req-rubric-1")
+    assert edit.details["changes"]["content"] == {"old": draft_item.content, "new": "names the feeling"}
+    assert [(e.object_ids, e.details["item_key"]) for e in (_only("rubric_item.add"), _only("rubric_item.delete"))
+            ] == [([added.pk], added.item_key)] * 2
+    guidelines = _only("rubric_guidelines.edit")
+    assert (guidelines.actor_id, guidelines.details["new"]) == (pm.pk, "Mark a hit only when the reply says it.")
+
+
+def test_a_pm_opening_a_consultation_is_audited_once_and_another_projects_pm_writes_nothing():
+    project, pm, _a, _b = _tied_case()
+    task = Task.objects.get()
+    item = RubricItem.objects.get(item_key="q0:3")
+    other_pm = PMFactory()
+    now = timezone.now()
+
+    with pytest.raises(NotFound):
+        consultation_open_by_pm(pm=other_pm, task_id=task.pk, rubric_item_id=item.pk, reason="", now=now)
+    opened = consultation_open_by_pm(pm=pm, task_id=task.pk, rubric_item_id=item.pk, reason="spot check", now=now)
+    again = consultation_open_by_pm(pm=pm, task_id=task.pk, rubric_item_id=item.pk, reason="again", now=now)
+
+    assert opened.created and not again.created
+    entry = _only("consultation.open")
+    assert (entry.actor_id, entry.project_id, entry.object_type, entry.object_ids) == (
+        pm.pk, project.pk, "annotation.consultation", [opened.consultation.pk])
+    assert (entry.details["task"], entry.details["item_key"], entry.details["reason"]) == (
+        task.pk, "q0:3", "spot check")

@@ -2,7 +2,8 @@
 
 For load balancers and Kubernetes probes (platform/k8s): 200 with what was checked, 503
 naming what failed. It reads no session, needs no login, and says nothing beyond "ok"
-or the failing component's error class.
+or the failing component's error class. Processes that serve no HTTP (the Celery worker)
+run the same checks with `manage.py healthcheck`.
 """
 import time
 
@@ -33,9 +34,8 @@ def _redis() -> str:
     return "ok"
 
 
-@never_cache
-@require_GET
-def healthz(request: HttpRequest) -> JsonResponse:
+def health_check() -> tuple[bool, dict[str, str]]:
+    """Whether the database and (when configured) Redis answer, with what each said."""
     started = time.perf_counter()
     body: dict[str, str] = {}
     healthy = True
@@ -47,4 +47,11 @@ def healthz(request: HttpRequest) -> JsonResponse:
             healthy = False
     body["status"] = "ok" if healthy else "failing"
     body["ms"] = str(round((time.perf_counter() - started) * 1000, 1))
+    return healthy, body
+
+
+@never_cache
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    healthy, body = health_check()
     return JsonResponse(body, status=200 if healthy else 503)

@@ -1,11 +1,14 @@
 """The deployment files are checked by reading them (no Docker or Kubernetes here): every name a
 manifest references exists, every setting it sets is one the code reads, the probes hit `/healthz`,
 there is one beat, and `/healthz` itself reports the database and Redis."""
+import io
+import json
 import re
 from pathlib import Path
 
 import pytest
 import yaml
+from django.core.management import call_command
 
 ROOT = Path(__file__).resolve().parents[1]
 K8S = ROOT / "platform" / "k8s"
@@ -174,3 +177,27 @@ def test_healthz_answers_503_naming_a_redis_it_cannot_reach(client, settings):
 
     assert failing.status_code == 503
     assert failing.json()["redis"].startswith("failed: ") and failing.json()["database"] == "ok"
+
+
+def test_the_worker_is_ready_only_when_the_database_redis_and_its_broker_answer():
+    worker = _by_kind("Deployment")["rubrica-worker"]["spec"]["template"]["spec"]["containers"][0]
+    ready = " ".join(worker["readinessProbe"]["exec"]["command"])
+    alive = " ".join(worker["livenessProbe"]["exec"]["command"])
+
+    assert "python manage.py healthcheck &&" in ready and "inspect ping -d celery@$HOSTNAME" in ready
+    assert "inspect ping -d celery@$HOSTNAME" in alive
+
+
+@pytest.mark.django_db
+def test_the_healthcheck_command_passes_with_the_database_and_redis_and_fails_naming_what_is_down(settings):
+    out = io.StringIO()
+    call_command("healthcheck", stdout=out)
+    assert json.loads(out.getvalue())["database"] == "ok"
+
+    settings.REDIS_URL = "redis://127.0.0.1:9/0"  # the discard port: nothing listens
+    out = io.StringIO()
+    with pytest.raises(SystemExit) as exit_:
+        call_command("healthcheck", stdout=out)
+    assert exit_.value.code == 1
+    body = json.loads(out.getvalue())
+    assert body["status"] == "failing" and body["redis"].startswith("failed: ") and body["database"] == "ok"

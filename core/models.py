@@ -21,6 +21,9 @@ class OutboxTask(models.Model):
     next_check_at = models.DateTimeField()
     # Messages sent so far (the send on commit and each sweep's).
     attempts = models.PositiveIntegerField(default=0)
+    # A batch (`core.follow_ups_run`): how many of its tasks have run, each counted in its own
+    # transaction, so a redelivery starts where the last run stopped.
+    steps_done = models.PositiveIntegerField(default=0)
     done_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -8,8 +8,8 @@ first send failed (broker down) is due at once. Every task sent through the outb
 idempotent, so the rare double delivery (a slow task overtaken by the sweep) is harmless.
 
 A batch of follow-up work (`core.follow_ups_run`, from `core.after_commit.follow_ups_batched`)
-marks its own row: it locks the row, runs its tasks and sets `done_at` in one transaction,
-so a second delivery of the same message finds the row done and runs nothing.
+marks its own row: each of its tasks is counted on the row in the transaction of the task's
+writes, and the last one sets `done_at`, so a second delivery runs only what had not run.
 """
 import logging
 from datetime import datetime, timedelta
@@ -59,25 +59,29 @@ def _on_task_postrun(sender: Any = None, task_id: str | None = None, state: str 
 
 
 def follow_ups_run(*, steps: list[list[Any]], task_id: str | None, now: datetime) -> int:
-    """Run a batch's tasks (`[name, kwargs]` pairs) in order, once; returns how many ran here.
+    """Run a batch's tasks (`[name, kwargs]` pairs) in order, each once; returns how many ran here.
 
-    With an outbox row (`task_id` names it), the row is locked first and marked done in the
-    same transaction as the tasks' writes: a redelivery waits for the lock, finds the row
-    done and runs nothing, and a worker killed half-way leaves neither the writes nor the
-    mark. A task that fails for a reason other than the database's is rolled back to its
-    savepoint and queued on its own outbox row, where it is retried and swept like any
+    Each task runs in its own short transaction (no task's locks wait for the next task),
+    which also counts it on the outbox row (`task_id` names it): the row is locked, a task
+    already counted is skipped, and the count commits with the task's writes. So a
+    redelivery (or the sweep overtaking a slow worker) starts after the last task that
+    committed, and a worker killed half-way leaves the task it was running undone and
+    uncounted. A task that fails for a reason other than the database's is rolled back to
+    its savepoint and queued on its own outbox row, where it is retried and swept like any
     other task, so one failing task does not hold the others back. A transient database
-    error fails the batch, which is retried whole.
+    error fails the batch, which is retried from where it stopped.
     """
     row_id = outbox_row_id(task_id)
     ran = 0
-    with transaction.atomic():
-        if row_id is not None:
-            row = OutboxTask.objects.select_for_update().filter(pk=row_id).values_list("done_at", flat=True)
-            done = list(row)
-            if done and done[0] is not None:
-                return 0
-        for name, kwargs in steps:
+    for index, (name, kwargs) in enumerate(steps):
+        with transaction.atomic():
+            if row_id is not None:
+                state = (OutboxTask.objects.select_for_update().filter(pk=row_id)
+                         .values_list("steps_done", "done_at").first())
+                if state is None or state[1] is not None:
+                    return ran  # done (a done row is purged after a day)
+                if state[0] > index:
+                    continue  # ran in an earlier delivery
             try:
                 with transaction.atomic():
                     current_app.tasks[name].run(**kwargs)
@@ -87,8 +91,9 @@ def follow_ups_run(*, steps: list[list[Any]], task_id: str | None, now: datetime
             except Exception:  # noqa: BLE001 - one task's bug: it goes on alone, with its own retries
                 logger.exception("follow-up task failed in its batch; queued on its own", extra={"task": name})
                 task_send_on_commit(name, **kwargs)
-        if row_id is not None:
-            OutboxTask.objects.filter(pk=row_id).update(done_at=now)
+            if row_id is not None:
+                last = index == len(steps) - 1
+                OutboxTask.objects.filter(pk=row_id).update(steps_done=index + 1, done_at=now if last else None)
     return ran
 
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 from celery import current_app
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.utils import timezone
 
 import core.after_commit as after_commit
@@ -41,6 +41,17 @@ def _broken(*, n: int) -> None:
     OutboxTask.objects.create(name=MARK, kwargs={"n": n}, created_at=now, due_at=now, next_check_at=now,
                               done_at=now)
     raise ValueError("broken on purpose")
+
+
+_flaky_failures: list[int] = []
+
+
+@app.task(name="tests.follow_up_flaky", batchable=True)
+def _flaky(*, n: int) -> int:
+    if _flaky_failures:
+        _flaky_failures.pop()
+        raise OperationalError("the connection dropped")
+    return _mark.run(n=n)
 
 
 @app.task(name="tests.follow_up_remote")
@@ -116,6 +127,24 @@ def test_the_batch_runs_its_tasks_in_order_once_and_a_redelivery_runs_nothing():
     row.refresh_from_db()
     assert row.done_at == now
     assert outbox_sweep(now=now + timedelta(hours=1)) == 0  # done: the sweep leaves it
+
+
+def test_a_batch_that_failed_half_way_runs_only_the_tasks_that_had_not_committed_when_redelivered():
+    row = _batch_row([[MARK, {"n": 1}], ["tests.follow_up_flaky", {"n": 2}], [MARK, {"n": 3}]])
+    now = timezone.now()
+    _flaky_failures.append(1)  # the database drops out in the second task, once
+
+    with pytest.raises(OperationalError):
+        follow_ups_run(steps=row.kwargs["steps"], task_id=row.message_id, now=now)
+    row.refresh_from_db()
+    assert (row.steps_done, row.done_at, _marks()) == (1, None, [1])
+
+    # The retry (or the sweep's redelivery) starts after the task that committed.
+    assert follow_ups_run(steps=row.kwargs["steps"], task_id=row.message_id, now=now) == 2
+
+    assert _marks() == [1, 2, 3]
+    row.refresh_from_db()
+    assert (row.steps_done, row.done_at) == (3, now)
 
 
 def test_a_task_that_fails_is_undone_and_queued_alone_while_the_others_commit(broker,

@@ -175,10 +175,10 @@ def test_quality_pages_are_404_for_experts_and_other_pms(api, client):
 
 # --- The PM's experts page -------------------------------------------------------------
 
-# Session, user, project and its two permission reads, the notification badge; the
+# Session, user, project and its permission (the user's own or a group's, one read), the notification badge; the
 # experts, their submissions, the current version, the usable golden tasks, the golden
 # set, every expert's attempts and every expert's control results: once each.
-EXPERTS_PAGE_QUERIES = 13
+EXPERTS_PAGE_QUERIES = 12
 
 
 def _passed_with_a_control_task(project: Project):

@@ -3,7 +3,9 @@ import hashlib
 import json
 from collections.abc import Callable
 
-from django.db import IntegrityError, transaction
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
 from annotation.models import IdempotencyRecord
 from core.errors import DomainError
@@ -38,12 +40,30 @@ def idempotent_call(*, user: User, key: str | None, scope: str, payload,
         return status, body
     try:
         with transaction.atomic():
-            IdempotencyRecord.objects.create(user=user, key=key, scope=scope, request_hash=fingerprint,
-                                             status_code=status, body=body)
+            _record_insert(user=user, key=key, scope=scope, fingerprint=fingerprint, status=status, body=body)
     except IntegrityError:
         # A concurrent duplicate stored its answer first; both ran the idempotent service.
         return _replay(IdempotencyRecord.objects.get(user=user, key=key), fingerprint)
     return status, body
+
+
+# The record's transaction commits without waiting for the disk (PostgreSQL's asynchronous commit,
+# for this transaction only): the service it replays is idempotent on its own (a submission sent
+# again returns the recorded one), so a record lost in a database crash costs a replay, never a
+# second effect, and the request that recorded the work already waited for its own durable commit.
+_RECORD_INSERT_SQL = """INSERT INTO {table} (user_id, key, scope, request_hash, status_code, body, created_at)
+SELECT %s, %s, %s, %s, %s, %s::jsonb, %s FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit"""
+
+
+def _record_insert(*, user: User, key: str, scope: str, fingerprint: str, status: int, body: dict) -> None:
+    if connection.vendor != "postgresql":
+        IdempotencyRecord.objects.create(user=user, key=key, scope=scope, request_hash=fingerprint,
+                                         status_code=status, body=body)
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(_RECORD_INSERT_SQL.format(table=IdempotencyRecord._meta.db_table),
+                       [user.pk, key, scope, fingerprint, status, json.dumps(body, cls=DjangoJSONEncoder),
+                        timezone.now()])
 
 
 def _replay(record: IdempotencyRecord, fingerprint: str) -> tuple[int, dict]:

@@ -155,7 +155,9 @@ def _draw_candidates_at_once(*, project: Project, version_id: int, expert: User,
     # One row per random point: the subqueries are planned once, whatever the number of draws.
     starts = [rng.randrange(RING_SIZE) for _draw in range(draws)]
     picks = f"SELECT COALESCE({', '.join(firsts)}) FROM unnest(%s::bigint[]) AS p(start)"
-    found = (Task.objects.filter(pk__in=RawSQL(picks, [*params, starts]))
+    # `status` again on the outer query: the lock rechecks it on the row's latest version (a concurrent
+    # claim may have filled the task since the subqueries' snapshot), as the walk's WHERE does.
+    found = (Task.objects.filter(pk__in=RawSQL(picks, [*params, starts]), status=Task.Status.OPEN)
              .select_related("response__question").order_by("shuffle_key")
              .select_for_update(skip_locked=True, of=("self",)))
     if with_dimensions:

@@ -173,3 +173,24 @@ def test_in_process_mode_runs_each_task_after_the_commit(django_capture_on_commi
 
     assert _marks() == [1, 2]
     assert not OutboxTask.objects.filter(name=FOLLOW_UPS_TASK).exists()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_step_commits_without_waiting_for_the_disk_and_only_that_transaction_does():
+    from django.db import connection
+
+    from core.outbox import _row_lock
+
+    row = _batch_row([[MARK, {"n": 1}]])
+
+    def setting() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            return cursor.fetchone()[0]
+
+    with transaction.atomic():
+        assert _row_lock(row.pk) == (0, None)
+        assert setting() == "off"
+    # set_config(..., is_local => true) ends with its transaction: the test's own is left as it was.
+    assert setting() == "on"

@@ -74,6 +74,16 @@ def heartbench_shaped(n: int) -> bytes:
     return ("\n".join(out) + "\n").encode()
 
 
+def server_wait(base_url: str, tries: int = 150) -> None:
+    """Wait until the server at `base_url` answers its login page (gunicorn starting: up to 30 s)."""
+    for _ in range(tries):
+        try:
+            httpx.get(f"{base_url}/accounts/login/", timeout=5)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.2)
+
+
 def percentiles(samples: list[float]) -> dict:
     ordered = sorted(samples)
     if not ordered:
@@ -334,12 +344,7 @@ def main() -> None:
                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     sizes = []
     try:
-        for _ in range(150):
-            try:
-                httpx.get(f"http://127.0.0.1:{PORT}/accounts/login/", timeout=5)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+        server_wait(f"http://127.0.0.1:{PORT}")
         meter = CpuMeter(server.pid, worker.pid)
         for n, tasks in enumerate(args.tasks):
             if n:

@@ -216,12 +216,7 @@ def main() -> None:
     try:
         client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60,
                               cookies={settings.SESSION_COOKIE_NAME: cookie})
-        for _ in range(150):
-            try:
-                client.get("/accounts/login/")
-                break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+        shared.server_wait(f"http://127.0.0.1:{port}")
         url = f"/projects/{project_id}/board/"
         for name, params in cases.items():
             for _ in range(3):  # warm both workers' connections and caches

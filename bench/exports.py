@@ -167,12 +167,7 @@ def through_stack(project_id: int) -> dict:
     try:
         client = httpx.Client(base_url=f"http://127.0.0.1:{STACK_PORT}", timeout=300,
                               headers={"Authorization": f"Token {token.key}"})
-        for _ in range(150):
-            try:
-                client.get("/accounts/login/")
-                break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+        shared.server_wait(f"http://127.0.0.1:{STACK_PORT}")
         start = time.perf_counter()
         size = lines = 0
         with client.stream("GET", f"/api/v1/projects/{project_id}/export/", params={"format": "jsonl"}) as resp:

@@ -105,12 +105,7 @@ def measure(*, n: int, directory: Path, port: int, token: str, pm_id: int) -> di
     try:
         client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300,
                               headers={"Authorization": f"Token {token}"})
-        for _ in range(150):
-            try:
-                client.get("/accounts/login/")
-                break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+        shared.server_wait(f"http://127.0.0.1:{port}")
         worker = worker_pid(server.pid)
         client.get(f"/api/v1/projects/{project.pk}/")  # warm: imports, the connection, the token
         idle = rss_mb(worker)

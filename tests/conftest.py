@@ -29,6 +29,33 @@ def _no_dns(monkeypatch):
     monkeypatch.setattr(outbound, "_system_resolve", resolve)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _cache_of_this_worker():
+    """The test workers share one Redis, and each worker's database numbers its rows from 1: a
+    key such as the board's "board-choices:<project id>" written by one worker would be read by
+    another worker's different project with the same id (and by the next run of the suite). Each
+    worker keys its cache entries under its own prefix, emptied before every test below."""
+    import os
+
+    from django.conf import settings
+    from django.test import override_settings
+
+    caches = {name: {**conf, "KEY_PREFIX": f"test-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"}
+              for name, conf in settings.CACHES.items()}
+    with override_settings(CACHES=caches):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache():
+    from django.core.cache import cache
+
+    if hasattr(cache, "delete_pattern"):
+        cache.delete_pattern("*")  # django-redis: only this worker's prefix
+    else:
+        cache.clear()
+
+
 @pytest.fixture(autouse=True)
 def _migrated_rows(request):
     """The dimension taxonomy and the default tier rules come from data migrations; a

@@ -1,5 +1,7 @@
 """Who may do what, on which project: guardian object permissions plus the account role."""
 from django.contrib.contenttypes.models import ContentType
+from django.db.models import BooleanField, CharField, Exists, Expression, ExpressionWrapper, OuterRef, Q, Value
+from django.db.models.functions import Cast
 from guardian.models import GroupObjectPermission, UserObjectPermission
 from guardian.shortcuts import assign_perm, remove_perm
 
@@ -25,6 +27,26 @@ def _has_object_perm(user: User, codename: str, project) -> bool:
     direct = UserObjectPermission.objects.filter(user_id=user.pk, **where).values("pk")
     grouped = GroupObjectPermission.objects.filter(group__user=user.pk, **where).values("pk")
     return direct.union(grouped, all=True).exists()
+
+
+def _object_perm_expression(user: User, codename: str) -> Expression:
+    """`_has_object_perm` for each project row of a query (`OuterRef("pk")`), as a boolean expression."""
+    if not user.is_active:
+        return Value(False)
+    if user.is_superuser:
+        return Value(True)
+    where = {"content_type_id": ContentType.objects.get_by_natural_key("annotation", "project").pk,
+             "object_pk": Cast(OuterRef("pk"), CharField()), "permission__codename": codename}
+    direct = UserObjectPermission.objects.filter(user_id=user.pk, **where)
+    grouped = GroupObjectPermission.objects.filter(group__user=user.pk, **where)
+    return ExpressionWrapper(Q(Exists(direct)) | Q(Exists(grouped)), output_field=BooleanField())
+
+
+def can_annotate_expression(user: User) -> Expression:
+    """`can_annotate` as an annotation of a Project query: read with the project, in its query."""
+    if not (user.is_authenticated and user.is_expert):
+        return Value(False)
+    return _object_perm_expression(user, ANNOTATE.split(".", 1)[1])
 
 
 def can_manage(user: User, project) -> bool:

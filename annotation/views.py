@@ -27,7 +27,7 @@ from annotation.assignment.selectors import (
     lease_clock,
     tasks_left_for_projects,
 )
-from annotation.assignment.services import assignment_claim_next
+from annotation.assignment.services import assignment_claim_next, assignment_claim_next_in
 from annotation.assignment.views import skip_reasons
 from annotation.exchange.jsonl import upload_open
 from annotation.exchange.questions import questions_import
@@ -114,9 +114,12 @@ def home(request: HttpRequest) -> HttpResponse:
 def next_task(request: HttpRequest, project_id: int) -> HttpResponse:
     """Lease the next task of the project and open it; back home with a message when none is left."""
     try:
-        access = project_access_for_user(request.user, project_id)
-        project = access.project
-        assignment = assignment_claim_next(project=project, expert=request.user, now=timezone.now(), access=access)
+        if request.user.is_expert:
+            project, assignment = assignment_claim_next_in(project_id=project_id, expert=request.user,
+                                                           now=timezone.now())
+        else:  # a PM or an admin: the project's page is theirs to see, its work is not
+            project = project_access_for_user(request.user, project_id).project
+            assignment = assignment_claim_next(project=project, expert=request.user, now=timezone.now())
     except DomainError as exc:
         if isinstance(exc, NotFound):  # a project that is not yours answers 404, as every page does
             raise

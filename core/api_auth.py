@@ -8,9 +8,6 @@ from typing import Any
 
 from rest_framework import authentication
 
-# Set on a user whose profile this request's authentication read with it.
-PROFILE_JOINED = "_rubrica_profile_joined"
-
 
 class TokenAuthentication(authentication.TokenAuthentication):
     def authenticate_credentials(self, key: str) -> tuple[Any, Any]:
@@ -19,6 +16,4 @@ class TokenAuthentication(authentication.TokenAuthentication):
         if token is None or not token.user.is_active:
             # DRF's own refusal, in the user's language (one more query, only for a bad token).
             return super().authenticate_credentials(key)
-        # Read in this request: callers may use `user.expert_profile` as fresh (PROFILE_JOINED).
-        setattr(token.user, PROFILE_JOINED, True)
         return (token.user, token)

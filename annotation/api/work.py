@@ -26,10 +26,10 @@ from annotation.assignment.selectors import (
     project_skip_counts,
     project_skips,
 )
-from annotation.assignment.services import assignment_claim_next
+from annotation.assignment.services import assignment_claim_next_in
 from annotation.idempotency import idempotent_call
 from annotation.models import TaskSkip
-from annotation.selectors import assignment_get_for_expert, project_access_for_user, project_get_for_user
+from annotation.selectors import assignment_get_for_expert, project_get_for_user
 from annotation.submission.services import draft_save, labels_submit
 from core.error_codes import ErrorCode
 from core.errors import DomainError
@@ -39,9 +39,8 @@ class NextTaskApi(APIView):
     @extend_schema(request=None, responses={200: AssignmentOut, 204: OpenApiResponse(description="No task left")})
     def post(self, request, project_id: int):
         _require_expert(request)
-        access = project_access_for_user(request.user, project_id)
         now = timezone.now()
-        assignment = assignment_claim_next(project=access.project, expert=request.user, now=now, access=access)
+        _project, assignment = assignment_claim_next_in(project_id=project_id, expert=request.user, now=now)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         # A lease taken by this request starts at `now` (a lease held before started earlier).

@@ -68,6 +68,11 @@ def expert_strengths(profile: ExpertProfile, expert: User) -> dict[int, float]:
         correct=Coalesce(Subquery(tally.annotate(n=Sum("correct")).values("n")[:1]), 0))
         .filter(Q(special=True) | Q(total__gte=MIN_GOLDEN_ITEMS))
         .values_list("pk", "special", "total", "correct"))
+    return strengths_from_rows(rows)
+
+
+def strengths_from_rows(rows) -> dict[int, float]:
+    """{dimension id: s(d)} from (dimension id, specialty?, golden items, right) rows, those with s > 0."""
     strengths: dict[int, float] = {}
     for dim_id, special, total, correct in rows:
         strength = SPECIALTY_SHARE if special else 0.0
@@ -77,6 +82,23 @@ def expert_strengths(profile: ExpertProfile, expert: User) -> dict[int, float]:
         if strength > 0:
             strengths[dim_id] = strength
     return strengths
+
+
+def strengths_sql(expert_id: int) -> tuple[str, list[object]]:
+    """The rows of `expert_strengths` as one JSON text, a subquery for the claim's first query
+    (PostgreSQL): [[dimension id, specialty?, golden items, right], ...]."""
+    specialty = ExpertProfile.specialties.through._meta.db_table
+    sql = f"""(SELECT COALESCE(json_agg(json_build_array(s.id, s.special, s.total, s.correct)), '[]')::text FROM (
+        SELECT d.id,
+            EXISTS (SELECT 1 FROM {specialty} sp JOIN {ExpertProfile._meta.db_table} p ON p.id = sp.expertprofile_id
+                    WHERE p.user_id = %s AND sp.dimension_id = d.id) AS special,
+            COALESCE((SELECT sum(g.total) FROM {GoldenTally._meta.db_table} g
+                      WHERE g.expert_id = %s AND g.dimension_id = d.id), 0) AS total,
+            COALESCE((SELECT sum(g.correct) FROM {GoldenTally._meta.db_table} g
+                      WHERE g.expert_id = %s AND g.dimension_id = d.id), 0) AS correct
+        FROM {Dimension._meta.db_table} d) s
+    WHERE s.special OR s.total >= %s)"""
+    return sql, [expert_id, expert_id, expert_id, MIN_GOLDEN_ITEMS]
 
 
 def task_dimensions(tasks: Sequence[Task]) -> dict[int, set[int]]:

@@ -20,13 +20,16 @@ of those is left for the expert; "spread evenly" skips that first step. Either w
 expert never chooses, nobody chooses the panel, and the distinctness and overlap rules
 above hold (the database enforces them).
 """
+import json
 import logging
 import random
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce
 
 from annotation import permissions
 from annotation.assignment import matching
@@ -44,11 +47,10 @@ from annotation.models import (
     Response,
     Task,
 )
+from annotation.models.work import LIVE_ASSIGNMENT_STATUSES
 from annotation.projects.rules import project_check_leasing
-from annotation.selectors import ProjectAccess
-from core.api_auth import PROFILE_JOINED
 from core.error_codes import ErrorCode
-from core.errors import Conflict, Forbidden
+from core.errors import Conflict, Forbidden, NotFound
 from experts.models import ExpertProfile, User
 from rubrics.models import Dimension, RubricItem, RubricVersion
 
@@ -70,22 +72,6 @@ def free_slot(task: Task) -> int:
         .values_list("slot", flat=True)
     )
     return next(n for n in range(1, task.overlap + 1) if n not in taken)
-
-
-def _expert_check_active(*, project: Project, expert: User, access: ProjectAccess | None) -> ExpertProfile:
-    known = access is not None and access.project.pk == project.pk and access.user.pk == expert.pk
-    if not (access.annotates if known else permissions.can_annotate(expert, project)):
-        raise Forbidden("You are not an annotator in this project.", code="not_member")
-    if known and getattr(expert, PROFILE_JOINED, False):
-        # This request's user, read with their profile by the API's token authentication.
-        profile = getattr(expert, "expert_profile", None)
-    else:
-        profile = ExpertProfile.objects.filter(user=expert).first()
-    if profile is None:
-        raise Forbidden("Your account has no expert profile.", code="no_profile")
-    if not profile.is_active:
-        raise Forbidden("Your expert account is paused; contact the project manager.", code="paused")
-    return profile
 
 
 def _open_tasks_for(*, project: Project, version_id: int, expert: User, difficulties: list[str]) -> QuerySet[Task]:
@@ -187,56 +173,117 @@ def _draw_control(*, project: Project, version: RubricVersion, expert: User, dif
 
 
 def assignment_claim_next(*, project: Project, expert: User, now: datetime,
-                          rng: random.Random | None = None, access: ProjectAccess | None = None) -> Assignment | None:
+                          rng: random.Random | None = None) -> Assignment | None:
     """Lease the next task in `project` to `expert`, or return None when no task is left for them.
 
     An unexpired lease the expert already holds in the project is returned again, so
     "next task" never hoards work (and a lease taken before a rubric change may still
-    be finished). Otherwise the expert must be eligible: a member ("not_member"; an
-    `access` from `project_access_for_user` already says so), with an active profile
-    ("no_profile", "paused"), in an active project ("project_paused", "project_closed": an
-    open lease is still returned) and calibrated ("calibration_required"). The
-    draw takes candidates past random points of the task ring among tasks the expert
-    may take and never held, and picks one by matching weight; SKIP LOCKED lets
-    concurrent experts pass each other instead of queueing on one row. With
-    `project.fill_order` "finish_started" (the default) the candidates come from the
-    tasks someone already started while any is left for the expert, so panels complete
-    one after another; "spread_evenly" draws from every open task alike. With
-    probability `project.control_rate_pct` % the lease is a control task instead,
+    be finished). Otherwise the expert must be eligible: a member ("not_member"), with
+    an active profile ("no_profile", "paused"), in an active project ("project_paused",
+    "project_closed": an open lease is still returned) and calibrated
+    ("calibration_required"). The draw takes candidates past random points of the task
+    ring among tasks the expert may take and never held, and picks one by matching
+    weight; SKIP LOCKED lets concurrent experts pass each other instead of queueing on
+    one row. With `project.fill_order` "finish_started" (the default) the candidates
+    come from the tasks someone already started while any is left for the expert, so
+    panels complete one after another; "spread_evenly" draws from every open task alike.
+    With probability `project.control_rate_pct` % the lease is a control task instead,
     when one is left for the expert; a control task is only handed out while regular
     work is left, so the end of a project looks the same to everyone.
     """
-    rng = rng or random
-    profile = _expert_check_active(project=project, expert=expert, access=access)
-    # One query for what the claim needs to know first: a lease the expert holds (a lease a PM
-    # assigned by hand for urgent work, of a higher priority, comes back first), whether they
-    # passed a calibration, and the version new leases use.
-    held = _held_leases(project=project, expert=expert, now=now)
-    held_id, calibrated, version_id = (
-        Project.objects.filter(pk=project.pk)
-        .annotate(held_id=Subquery(held.values("pk")[:1]),
-                  calibrated=Exists(CalibrationAttempt.objects.filter(
-                      project=OuterRef("pk"), expert=expert, status=CalibrationAttempt.Status.PASSED)),
-                  version_id=Subquery(RubricVersion.objects.filter(
-                      rubric_id=OuterRef("rubric_id"), status=RubricVersion.Status.PUBLISHED)
-                      .order_by("-number").values("pk")[:1]))
-        .values_list("held_id", "calibrated", "version_id").get())
-    if held_id is not None:
-        return Assignment.objects.get(pk=held_id)
-    project_check_leasing(project)
-    if not calibrated:
-        calibration_check(project=project, expert=expert)  # raises unless the project has no golden set
-    # The lease limit and weekly capacity are counted under the expert's lock, just before
-    # the lease is written (below), not here: two tabs could both pass a check made here.
-    if version_id is None:
-        return None
-    lease = _claim_draw(project=project, version_id=version_id, expert=expert, profile=profile, now=now, rng=rng)
-    if lease is None and leases_expire(project=project, now=now):
+    return _claim(project_id=project.pk, expert=expert, now=now, rng=rng or random, member_only=False)[1]
+
+
+def assignment_claim_next_in(*, project_id: int, expert: User, now: datetime,
+                             rng: random.Random | None = None) -> tuple[Project, Assignment | None]:
+    """The expert's "next task" in the project with this id (the web page and the API): the
+    project and `assignment_claim_next`'s answer, read together. A project that does not
+    exist or where the expert is not a member is NotFound, as every page of it answers them."""
+    return _claim(project_id=project_id, expert=expert, now=now, rng=rng or random, member_only=True)
+
+
+def _claim(*, project_id: int, expert: User, now: datetime, rng: random.Random,
+           member_only: bool) -> tuple[Project, Assignment | None]:
+    # One transaction for the whole claim, under the expert's lock (taken first): one expert's
+    # claims (a double click, two tabs) run one after another, so the held lease, the lease limit
+    # and the weekly capacity read next are exact until the lease is written. Holding it, the
+    # claim never waits for another row: its tasks are drawn FOR UPDATE SKIP LOCKED.
+    with transaction.atomic():
+        profile = expert_profile_lock(expert.pk)
+        project, lease, expired_stood_in_the_way = _claim_locked(
+            project_id=project_id, expert=expert, profile=profile, now=now, rng=rng, member_only=member_only)
+    if lease is None and expired_stood_in_the_way and leases_expire(project=project, now=now):
         # Overdue leases hold their slots until the beat's sweep (every minute); when they were
         # all that stood between the expert and a task, the claim returns them itself and draws again.
-        lease = _claim_draw(project=project, version_id=version_id, expert=expert, profile=profile, now=now,
-                            rng=rng)
-    return lease
+        with transaction.atomic():
+            profile = expert_profile_lock(expert.pk)
+            project, lease, _ = _claim_locked(project_id=project_id, expert=expert, profile=profile, now=now,
+                                              rng=rng, member_only=member_only)
+    return project, lease
+
+
+def _claim_locked(*, project_id: int, expert: User, profile: ExpertProfile | None, now: datetime,
+                  rng: random.Random, member_only: bool) -> tuple[Project, Assignment | None, bool]:
+    """The claim under the expert's lock: (the project, the lease or None, whether a draw found nothing)."""
+    context = _claim_context(project_id=project_id, expert=expert, now=now)
+    if context is None or (member_only and not context.annotates):  # type: ignore[attr-defined]
+        raise NotFound("No such project.")
+    project = context
+    if not project.annotates:  # type: ignore[attr-defined]
+        raise Forbidden("You are not an annotator in this project.", code="not_member")
+    if profile is None:
+        raise Forbidden("Your account has no expert profile.", code="no_profile")
+    if not profile.is_active:
+        raise Forbidden("Your expert account is paused; contact the project manager.", code="paused")
+    if project.held_id is not None:  # type: ignore[attr-defined]
+        # A lease a PM assigned by hand for urgent work, of a higher priority, comes back first.
+        return project, Assignment.objects.get(pk=project.held_id), False  # type: ignore[attr-defined]
+    project_check_leasing(project)
+    if not project.calibrated:  # type: ignore[attr-defined]
+        calibration_check(project=project, expert=expert)  # raises unless the project has no golden set
+    version_id = project.version_id  # type: ignore[attr-defined]
+    if version_id is None:
+        return project, None, False
+    counts = {"live": project.live_leases, "week": project.week_work}  # type: ignore[attr-defined]
+    expert_check_room(profile=profile, expert=expert, now=now, counts=counts)
+    if connection.vendor == "postgresql":
+        strengths = matching.strengths_from_rows(json.loads(project.strength_rows))  # type: ignore[attr-defined]
+    else:
+        strengths = matching.expert_strengths(profile, expert)
+    lease = _claim_draw(project=project, version_id=version_id, expert=expert, profile=profile, now=now, rng=rng,
+                        strengths=strengths)
+    return project, lease, lease is None
+
+
+def _claim_context(*, project_id: int, expert: User, now: datetime) -> Project | None:
+    """The project with all the claim must know first, in one query (read under the expert's lock):
+    whether the expert may annotate in it (`annotates`), a lease they hold there (`held_id`: a
+    higher priority first, then the oldest), whether they passed a calibration (`calibrated`), the
+    version new leases use (`version_id`), their live leases and their work submitted this week
+    (`live_leases`, `week_work`: only those rows are read, by `assignment_expert_status_idx` and
+    `assignment_expert_week_idx`, never the whole history) and, on PostgreSQL, their matching
+    strengths (`strength_rows`, `matching.strengths_sql`)."""
+    mine = Assignment.objects.filter(expert=expert).order_by()
+    live = mine.filter(status=Assignment.Status.LEASED, expires_at__gt=now)
+    week = mine.filter(kind=Assignment.Kind.WORK, submitted_at__gte=week_start(now),
+                       status__in=[Assignment.Status.SUBMITTED, Assignment.Status.REJECTED])
+
+    def count(rows: QuerySet[Assignment]) -> Coalesce:
+        return Coalesce(Subquery(rows.values("expert_id").annotate(n=Count("pk")).values("n")[:1]), 0)
+
+    found = (Project.objects.select_related("rubric").filter(pk=project_id)
+             .annotate(annotates=permissions.can_annotate_expression(expert),
+                       held_id=Subquery(live.filter(task__project_id=OuterRef("pk"))
+                                        .order_by("-task__priority", "leased_at").values("pk")[:1]),
+                       calibrated=Exists(CalibrationAttempt.objects.filter(
+                           project=OuterRef("pk"), expert=expert, status=CalibrationAttempt.Status.PASSED)),
+                       version_id=Subquery(RubricVersion.objects.filter(
+                           rubric_id=OuterRef("rubric_id"), status=RubricVersion.Status.PUBLISHED)
+                           .order_by("-number").values("pk")[:1]),
+                       live_leases=count(live), week_work=count(week)))
+    if connection.vendor == "postgresql":
+        found = found.annotate(strength_rows=RawSQL(*matching.strengths_sql(expert.pk)))
+    return found.first()
 
 
 def _held_leases(*, project: Project, expert: User, now: datetime) -> QuerySet[Assignment]:
@@ -245,8 +292,10 @@ def _held_leases(*, project: Project, expert: User, now: datetime) -> QuerySet[A
 
 
 def _claim_draw(*, project: Project, version_id: int, expert: User, profile: ExpertProfile, now: datetime,
-                rng: random.Random) -> Assignment | None:
-    """Draw and lease a task of `version_id` for the (eligible) expert, or None when none is left for them."""
+                rng: random.Random, strengths: dict[int, float]) -> Assignment | None:
+    """Draw and lease a task of `version_id` for the (eligible) expert, or None when none is left for them.
+
+    Runs under the expert's lock, in the claim's transaction."""
     difficulties = difficulties_for(project=project, tier=profile.tier)
     tasks = _open_tasks_for(project=project, version_id=version_id, expert=expert, difficulties=difficulties)
     top = 0
@@ -264,24 +313,18 @@ def _claim_draw(*, project: Project, version_id: int, expert: User, profile: Exp
     pools = [first_tasks]
     if project.fill_order == FillOrder.FINISH_STARTED:
         pools.insert(0, first_tasks.filter(live_count__gt=0))
-    strengths = matching.expert_strengths(profile, expert)
     draws = matching.CANDIDATES if strengths else 1
     want_control = rng.random() * 100 < project.control_rate_pct
     for _attempt in range(DRAW_ATTEMPTS):
-        try:
-            with transaction.atomic():
-                lease = _draw_and_lease(project=project, version_id=version_id, expert=expert, profile=profile,
-                                        pools=pools, tasks=tasks, top=top, draws=draws, strengths=strengths,
-                                        want_control=want_control, difficulties=difficulties, now=now, rng=rng)
-                if lease is not None:
-                    return lease
-        except IntegrityError:
-            # A concurrent request of the same expert won this task; draw again. (One transaction per
-            # attempt, without a savepoint inside: the failed attempt's locks go with it.)
-            pass
+        lease = _draw_and_lease(project=project, version_id=version_id, expert=expert, profile=profile,
+                                pools=pools, tasks=tasks, top=top, draws=draws, strengths=strengths,
+                                want_control=want_control, difficulties=difficulties, now=now, rng=rng)
+        if lease is not None:
+            return lease
         if not tasks.exists():
             return None
-        # Every open task was locked by a concurrent claim at that instant: draw again.
+        # Every open task was locked by a concurrent claim at that instant (or the drawn one was
+        # taken in between): draw again.
     return None
 
 
@@ -289,7 +332,7 @@ def _draw_and_lease(*, project: Project, version_id: int, expert: User, profile:
                     pools: list[QuerySet[Task]], tasks: QuerySet[Task], top: int, draws: int,
                     strengths: dict[int, float], want_control: bool, difficulties: list[str], now: datetime,
                     rng: random.Random) -> Assignment | None:
-    """One attempt of the claim, in its transaction: draw candidates, pick one, lease it (None: all locked)."""
+    """One attempt of the claim: draw candidates, pick one, lease it (None: all locked, or lost)."""
     dims: dict[int, set[int]] | None = None
     candidates: list[Task] = []
     if connection.vendor == "postgresql":
@@ -323,16 +366,6 @@ def _draw_and_lease(*, project: Project, version_id: int, expert: User, profile:
         chosen = _draw_control(project=project, version=version, expert=expert, difficulties=difficulties, rng=rng)
     if chosen is None:
         chosen = matching.candidate_pick(candidates, strengths, rng, dims=dims)
-    # One expert's claims queue here (a double click, two tabs): the lease limit and capacity
-    # are counted again under the lock, and a lease the other request just took is returned
-    # instead of a second one (looked for only when the expert holds a live lease at all).
-    expert_profile_lock(expert.pk)
-    counts = _room_counts(expert=expert, now=now)
-    if counts["live"]:
-        held = _held_leases(project=project, expert=expert, now=now).first()
-        if held is not None:
-            return held
-    expert_check_room(profile=profile, expert=expert, now=now, counts=counts)
     return _lease(task=chosen, expert=expert, now=now, timeout_s=project.lease_timeout_s)
 
 
@@ -377,16 +410,67 @@ def expert_check_room(*, profile: ExpertProfile, expert: User, now: datetime, ad
                        params={"max": profile.weekly_capacity, "retry_at": next_week})
 
 
-def _lease(*, task: Task, expert: User, now: datetime, timeout_s: int) -> Assignment:
-    assignment = Assignment.objects.create(
-        task=task, expert=expert, slot=free_slot(task), status=Assignment.Status.LEASED,
-        leased_at=now, expires_at=now + timedelta(seconds=timeout_s),
-    )
-    task.live_count += 1
-    if task.live_count >= task.overlap:
-        task.status = Task.Status.FULL
-    task.save(update_fields=["live_count", "status"])
+def _lease(*, task: Task, expert: User, now: datetime, timeout_s: int) -> Assignment | None:
+    """Lease the (locked) task to the expert: the assignment in the lowest free slot, and the task's
+    live count (and "full") in step. None when the expert holds an assignment of the task already (a
+    concurrent request of theirs won it, or a lease of theirs that was committed since the draw's
+    snapshot): the caller draws again."""
+    assignment = Assignment(task=task, expert=expert, slot=1, status=Assignment.Status.LEASED,
+                            leased_at=now, expires_at=now + timedelta(seconds=timeout_s))
+    if connection.vendor != "postgresql":
+        assignment.slot = free_slot(task)
+        try:
+            with transaction.atomic():
+                assignment.save(force_insert=True)
+        except IntegrityError:
+            return None
+        task.live_count += 1
+        if task.live_count >= task.overlap:
+            task.status = Task.Status.FULL
+        task.save(update_fields=["live_count", "status"])
+        return assignment
+    row = _lease_insert(assignment)
+    if row is None:
+        return None
+    assignment.pk, assignment.slot, task.live_count, task.status = row
+    assignment._state.adding = False
+    assignment._state.db = connection.alias
     return assignment
+
+
+# The lease as one statement (PostgreSQL): the assignment goes in the lowest slot that no live
+# assignment of the task holds (what `free_slot` reads), and the task's live count and status follow
+# it, only when the row went in. The task is locked by the claim, so nothing else changes its
+# assignments meanwhile; ON CONFLICT DO NOTHING answers "the expert has this task already" with no
+# row instead of an error that would end the claim's transaction.
+_LEASE_SQL = """WITH slot AS (
+        SELECT min(n) AS n FROM {task} t, generate_series(1, t.overlap) AS n
+        WHERE t.id = %s AND n NOT IN (SELECT a.slot FROM {assignment} a WHERE a.task_id = t.id
+                                      AND a.status = ANY(%s))),
+    ins AS (INSERT INTO {assignment} ({columns}) SELECT {values} FROM slot WHERE slot.n IS NOT NULL
+            ON CONFLICT DO NOTHING RETURNING id, task_id, slot)
+    UPDATE {task} t SET live_count = t.live_count + 1,
+        status = CASE WHEN t.live_count + 1 >= t.overlap THEN %s ELSE t.status END
+    FROM ins WHERE t.id = ins.task_id
+    RETURNING ins.id, ins.slot, t.live_count, t.status"""
+
+
+def _lease_insert(assignment: Assignment) -> tuple[int, int, int, str] | None:
+    fields = [f for f in Assignment._meta.concrete_fields if not f.primary_key]
+    columns, values, params = [], [], list[Any]()
+    for field in fields:
+        columns.append(connection.ops.quote_name(field.column))
+        if field.attname == "slot":
+            values.append("slot.n")
+        else:
+            values.append("%s")
+            params.append(field.get_db_prep_save(getattr(assignment, field.attname), connection))
+    sql = _LEASE_SQL.format(task=Task._meta.db_table, assignment=Assignment._meta.db_table,
+                            columns=", ".join(columns), values=", ".join(values))
+    live = [str(s) for s in LIVE_ASSIGNMENT_STATUSES]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [assignment.task_id, live, *params, Task.Status.FULL.value])
+        return cursor.fetchone()
 
 
 def lease_extend(*, assignment: Assignment, now: datetime) -> None:

@@ -25,17 +25,16 @@ from tests.support.scale import veteran_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
-# next-task through the API: the token with its user and expert profile (1); the project with its rubric
-# (1); the annotate permission, the user's own or a group's (1); a lease already held, a passed
-# calibration and the current rubric version (1); matching strengths (1); the draw: up to three
-# candidates, each past its own random point of the ring of started tasks, else of all open tasks,
-# locked, with their dimensions (1); the expert profile's lock (1); live leases and this week's work (1);
-# INSERT assignment (1); UPDATE task (1); the response's rubric items (1). (The free slot of a started
-# task is one more.)
-CLAIM_API_QUERIES = 11
-# The service alone: the above less token, project and rubric items, plus the profile (no request read
-# it) and the permission (asked here instead of by the view).
-CLAIM_SERVICE_QUERIES = 10
+# next-task through the API: the token with its user and expert profile (1); the claim's transaction:
+# the expert's profile, locked (1); the project with its rubric, the annotate permission (the user's own
+# or a group's), a lease already held, a passed calibration, the current rubric version, live leases and
+# this week's work, and the matching strengths (1); the draw: up to three candidates, each past its own
+# random point of the ring of started tasks, else of all open tasks, locked, with their dimensions (1);
+# the lease: the assignment in the task's lowest free slot and the task's count, one statement (1); the
+# response's rubric items (1).
+CLAIM_API_QUERIES = 6
+# The service alone: the above less token and rubric items.
+CLAIM_SERVICE_QUERIES = 4
 # submit through the API: token with user and profile (1); idempotency key lookup (1); the assignment
 # with its task, response, question, version, project and the expert's profile, for their tier (1);
 # rubric items (1); task lock (1); lease to submission, draft, task count and "consensus already

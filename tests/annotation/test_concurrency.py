@@ -164,3 +164,44 @@ def test_one_expert_claiming_from_many_tabs_at_once_never_holds_more_than_their_
         assert errors == []
         assert Assignment.objects.filter(expert=expert, status="leased").count() == 1
         assert len(set(leases)) == 1 and len(leases) == 8  # every tab got the same lease back
+
+
+def test_one_experts_claims_and_submissions_racing_never_deadlock():
+    """The claim takes the expert's lock first, a submission after its task: 4 threads of one expert
+    (limit 2) claim and submit at once for many rounds; nothing deadlocks or fails, and the expert
+    never holds more than their limit."""
+    from experts.models import ExpertProfile
+
+    project = make_project_with_tasks(n_questions=60, items_per_question=2, overlap=1)
+    expert = ExpertFactory()
+    project_add_member(project=project, user=expert)
+    ExpertProfile.objects.filter(user=expert).update(max_concurrent_leases=2, weekly_capacity=1000)
+    errors: list[Exception] = []
+    most_held: list[int] = []
+
+    def loop() -> None:
+        try:
+            for _ in range(15):
+                lease = assignment_claim_next(project=project, expert=expert, now=timezone.now())
+                if lease is None:
+                    return
+                most_held.append(Assignment.objects.filter(expert=expert, status="leased").count())
+                labels = {i.item_key: 1 for i in rubric_items_for_task(lease.task)}
+                labels_submit(expert=expert, assignment_id=lease.pk, labels=labels, now=timezone.now())
+        except Exception as exc:  # collected and asserted on in the main thread
+            if "lease_limit" not in str(getattr(exc, "code", "")):
+                errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=loop) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+
+    assert errors == []
+    assert max(most_held) <= 2
+    submitted = Assignment.objects.filter(expert=expert, status="submitted").count()
+    assert submitted >= 15  # the threads got work done, not only refusals
+    assert Task.objects.filter(project=project, status="complete").count() == submitted

@@ -286,11 +286,6 @@ def _claim_context(*, project_id: int, expert: User, now: datetime) -> Project |
     return found.first()
 
 
-def _held_leases(*, project: Project, expert: User, now: datetime) -> QuerySet[Assignment]:
-    return (Assignment.objects.filter(expert=expert, task__project=project, status=Assignment.Status.LEASED,
-                                      expires_at__gt=now).order_by("-task__priority", "leased_at"))
-
-
 def _claim_draw(*, project: Project, version_id: int, expert: User, profile: ExpertProfile, now: datetime,
                 rng: random.Random, strengths: dict[int, float]) -> Assignment | None:
     """Draw and lease a task of `version_id` for the (eligible) expert, or None when none is left for them.

@@ -17,18 +17,22 @@ calibration is not paid. The price is the one in force at `submitted_at`, for th
 tier recorded at submission (`payments.pricing`).
 """
 import logging
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
+from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db import connection, transaction
+from django.db.models import DateTimeField, DecimalField, Exists, Model, OuterRef, QuerySet
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from annotation.models import Assignment
-from experts.models import User
+from core.sql_insert import insert_unless_conflict
+from experts.models import Tier, User
 from payments.lock_objects import payment_settings_lock, period_share_if_open
-from payments.models import LedgerEntry, Period
+from payments.models import LedgerEntry, PaymentSettings, Period, PriceRule, TierMultiplier
 from payments.periods import next_period_bounds
-from payments.pricing import price_quote
+from payments.pricing import quote_from_parts, tier_or_default
 
 logger = logging.getLogger(__name__)
 
@@ -81,19 +85,74 @@ def period_for_posting(*, project_id: int, at: datetime) -> Period:
     raise RuntimeError(f"no open period could be locked for project {project_id}")
 
 
-def _insert(*, key: str, project_id: int, now: datetime, fields: dict) -> LedgerEntry:
-    with transaction.atomic():
-        period = period_for_posting(project_id=project_id, at=now)
-        try:
-            with transaction.atomic():
-                return LedgerEntry.objects.create(idempotency_key=key, project_id=project_id, period=period,
-                                                   posted_at=now, **fields)
-        except IntegrityError:
-            # A concurrent posting of the same key committed first; its row is the entry.
-            existing = LedgerEntry.objects.filter(idempotency_key=key).first()
-            if existing is None:
-                raise
-            return existing
+def _insert(entry: LedgerEntry, *, now: datetime, period_id: int | None = None) -> LedgerEntry:
+    """Write `entry` into the period open at `now` (`period_id`: the one a read just found), once.
+
+    One INSERT ... ON CONFLICT on the idempotency key, so a posting that loses a race to a
+    concurrent one of the same key (or repeats it) returns the row that won, without a
+    savepoint. Joins the caller's transaction; the period's share lock is held until it commits.
+    """
+    with transaction.atomic(savepoint=False):
+        if period_id is None or not period_share_if_open(period_id):
+            period_id = period_for_posting(project_id=entry.project_id, at=now).pk
+        entry.period_id = period_id
+        entry.posted_at = now
+        if insert_unless_conflict(entry, conflict="idempotency_key") is not None:
+            return entry
+    existing = LedgerEntry.objects.filter(idempotency_key=entry.idempotency_key).first()
+    if existing is None:
+        raise RuntimeError(f"ledger entry {entry.idempotency_key} neither inserted nor found")
+    return existing
+
+
+# Everything an earning needs, in one statement: the assignment and its question's difficulty,
+# the price rule and tier multiplier in force at submission (ids looked up as ORDER BY ... LIMIT 1
+# subqueries, their rows joined), the project's currency, the entry if it is already posted, and
+# the open period it would go to. Plain SQL that PostgreSQL and SQLite both run: the ORM would spend
+# more CPU compiling the nine joins and subqueries than the database spends running them.
+_EARNING_INPUTS_SQL = """SELECT a.status, a.kind, a.expert_id, a.tier_at_submission, a.submitted_at,
+    t.project_id, q.difficulty, r.id, r.amount, r.currency, m.id, m.multiplier, s.currency,
+    (SELECT e.id FROM {entry} e WHERE e.idempotency_key = %s),
+    (SELECT p.id FROM {period} p WHERE p.project_id = t.project_id AND p.status = %s AND p.ends_at > %s
+     ORDER BY p.starts_at, p.id LIMIT 1)
+FROM {assignment} a
+JOIN {task} t ON t.id = a.task_id
+JOIN {response} rs ON rs.id = t.response_id
+JOIN {question} q ON q.id = rs.question_id
+LEFT JOIN {rule} r ON r.id = (
+    SELECT r2.id FROM {rule} r2 WHERE r2.project_id = t.project_id AND r2.difficulty = q.difficulty
+        AND r2.effective_from <= a.submitted_at ORDER BY r2.effective_from DESC, r2.id DESC LIMIT 1)
+LEFT JOIN {factor} m ON m.id = (
+    SELECT m2.id FROM {factor} m2 WHERE m2.project_id = t.project_id AND m2.effective_from <= a.submitted_at
+        AND m2.tier = CASE WHEN a.tier_at_submission IN ({tiers}) THEN a.tier_at_submission ELSE %s END
+    ORDER BY m2.effective_from DESC, m2.id DESC LIMIT 1)
+LEFT JOIN {settings} s ON s.project_id = t.project_id
+WHERE a.id = %s"""
+
+
+def _earning_inputs_sql() -> str:
+    from annotation.models import Question, Response, Task
+
+    return _EARNING_INPUTS_SQL.format(
+        entry=LedgerEntry._meta.db_table, period=Period._meta.db_table, assignment=Assignment._meta.db_table,
+        task=Task._meta.db_table, response=Response._meta.db_table, question=Question._meta.db_table,
+        rule=PriceRule._meta.db_table, factor=TierMultiplier._meta.db_table,
+        settings=PaymentSettings._meta.db_table, tiers=", ".join(["%s"] * len(Tier.values)))
+
+
+def _from_db(model: type[Model], field: str, value: Any) -> Any:
+    """A raw column value as the ORM would give it: SQLite returns decimals as floats, datetimes as text."""
+    if value is None:
+        return None
+    model_field = model._meta.get_field(field)
+    if isinstance(model_field, DecimalField):
+        exponent = Decimal(1).scaleb(-(model_field.decimal_places or 0))
+        return model_field.to_python(value).quantize(exponent)
+    if isinstance(model_field, DateTimeField) and not isinstance(value, datetime):
+        value = parse_datetime(str(value))
+    if isinstance(value, datetime) and timezone.is_naive(value):
+        value = timezone.make_aware(value, UTC)
+    return value
 
 
 def ledger_post_earning(*, assignment_id: int, now: datetime) -> LedgerEntry | None:
@@ -101,28 +160,49 @@ def ledger_post_earning(*, assignment_id: int, now: datetime) -> LedgerEntry | N
 
     Returns the entry already posted when there is one, and None when nothing is
     payable: the assignment is gone, not submitted, or a calibration assignment.
+    Three statements when it posts: the read above, the period's share lock, the insert.
     """
-    existing = LedgerEntry.objects.filter(idempotency_key=earning_key(assignment_id)).first()
-    if existing is not None:
-        return existing
-    assignment = (Assignment.objects.select_related("task__response__question")
-                  .filter(pk=assignment_id).first())
+    key = earning_key(assignment_id)
+    with connection.cursor() as cursor:
+        cursor.execute(_earning_inputs_sql(), [
+            key, Period.Status.OPEN.value, connection.ops.adapt_datetimefield_value(now), *Tier.values,
+            Tier.BRONZE.value, assignment_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    (status, kind, expert_id, tier, submitted_at, project_id, difficulty, rule_id, rule_amount, rule_currency,
+     factor_id, factor_multiplier, currency, posted_id, period_id) = row
+    if posted_id is not None:
+        return LedgerEntry.objects.get(pk=posted_id)
     # A rejected submission did earn: its reversal stands beside the earning.
-    if assignment is None or assignment.status not in (Assignment.Status.SUBMITTED, Assignment.Status.REJECTED):
+    if status not in (Assignment.Status.SUBMITTED, Assignment.Status.REJECTED) or kind != Assignment.Kind.WORK:
         return None
-    if assignment.kind != Assignment.Kind.WORK:
-        return None
-    project_id = assignment.task.project_id
-    quote = price_quote(project_id=project_id, difficulty=assignment.task.response.question.difficulty,
-                        tier=assignment.tier_at_submission, at=assignment.submitted_at)
-    entry = _insert(key=earning_key(assignment_id), project_id=project_id, now=now, fields={
-        "kind": LedgerEntry.Kind.EARNING, "expert_id": assignment.expert_id, "assignment_id": assignment_id,
-        "amount": quote.amount, "currency": quote.currency, "difficulty": quote.difficulty, "tier": quote.tier,
-        "base_price": quote.base_price, "multiplier": quote.multiplier, "price_rule_id": quote.price_rule_id,
-        "tier_multiplier_id": quote.tier_multiplier_id, "submitted_at": assignment.submitted_at,
-    })
+    submitted_at = _from_db(Assignment, "submitted_at", submitted_at)
+    quote = quote_from_parts(
+        difficulty=difficulty, tier=tier_or_default(tier),
+        currency=currency or PaymentSettings._meta.get_field("currency").default,
+        rule=None if rule_id is None else (rule_id, _from_db(PriceRule, "amount", rule_amount), rule_currency),
+        factor=None if factor_id is None else (factor_id, _from_db(TierMultiplier, "multiplier", factor_multiplier)))
+    entry = _insert(LedgerEntry(
+        idempotency_key=key, project_id=project_id, kind=LedgerEntry.Kind.EARNING, expert_id=expert_id,
+        assignment_id=assignment_id, amount=quote.amount, currency=quote.currency, difficulty=quote.difficulty,
+        tier=quote.tier, base_price=quote.base_price, multiplier=quote.multiplier,
+        price_rule_id=quote.price_rule_id, tier_multiplier_id=quote.tier_multiplier_id, submitted_at=submitted_at,
+    ), now=now, period_id=period_id)
     logger.info("earning posted", extra={"assignment_id": assignment_id, "entry_id": entry.pk})
     return entry
+
+
+def _priced_like(earning: LedgerEntry, *, key: str, kind: str, amount: Decimal, reason: str,
+                 created_by: User | None, reverses: LedgerEntry | None = None) -> LedgerEntry:
+    """A new entry for the earning's expert and assignment, priced like the earning."""
+    return LedgerEntry(
+        idempotency_key=key, kind=kind, project_id=earning.project_id, expert_id=earning.expert_id,
+        assignment_id=earning.assignment_id, amount=amount, currency=earning.currency,
+        difficulty=earning.difficulty, tier=earning.tier, base_price=earning.base_price,
+        multiplier=earning.multiplier, price_rule_id=earning.price_rule_id,
+        tier_multiplier_id=earning.tier_multiplier_id, submitted_at=earning.submitted_at, reverses=reverses,
+        reason=reason, created_by=created_by)
 
 
 def ledger_post_reversal(*, assignment_id: int, reason: str, actor: User | None, now: datetime) -> LedgerEntry:
@@ -142,13 +222,9 @@ def ledger_post_reversal(*, assignment_id: int, reason: str, actor: User | None,
         earning = ledger_post_earning(assignment_id=assignment_id, now=now)
         if earning is None:
             raise ValueError(f"assignment {assignment_id} has no earning to reverse")
-        entry = _insert(key=reversal_key(assignment_id), project_id=earning.project_id, now=now, fields={
-            "kind": LedgerEntry.Kind.REVERSAL, "expert_id": earning.expert_id, "assignment_id": assignment_id,
-            "amount": -earning.amount, "currency": earning.currency, "difficulty": earning.difficulty,
-            "tier": earning.tier, "base_price": earning.base_price, "multiplier": earning.multiplier,
-            "price_rule_id": earning.price_rule_id, "tier_multiplier_id": earning.tier_multiplier_id,
-            "submitted_at": earning.submitted_at, "reverses": earning, "reason": reason, "created_by": actor,
-        })
+        entry = _insert(_priced_like(earning, key=reversal_key(assignment_id), kind=LedgerEntry.Kind.REVERSAL,
+                                     amount=-earning.amount, reverses=earning, reason=reason, created_by=actor),
+                        now=now)
     logger.info("reversal posted", extra={"assignment_id": assignment_id, "entry_id": entry.pk})
     return entry
 
@@ -160,13 +236,8 @@ def ledger_post_correction(*, appeal_id: int, earning: LedgerEntry, amount: Deci
     reason = reason.strip()[:MAX_REASON_CHARS]
     if amount <= 0 or not reason:
         raise ValueError("a correction needs a positive amount and a reason")
-    entry = _insert(key=correction_key(appeal_id), project_id=earning.project_id, now=now, fields={
-        "kind": LedgerEntry.Kind.ADJUSTMENT, "expert_id": earning.expert_id, "assignment_id": earning.assignment_id,
-        "amount": amount, "currency": earning.currency, "difficulty": earning.difficulty, "tier": earning.tier,
-        "base_price": earning.base_price, "multiplier": earning.multiplier, "price_rule_id": earning.price_rule_id,
-        "tier_multiplier_id": earning.tier_multiplier_id, "submitted_at": earning.submitted_at, "reason": reason,
-        "created_by": actor,
-    })
+    entry = _insert(_priced_like(earning, key=correction_key(appeal_id), kind=LedgerEntry.Kind.ADJUSTMENT,
+                                 amount=amount, reason=reason, created_by=actor), now=now)
     logger.info("appeal correction posted", extra={"appeal_id": appeal_id, "entry_id": entry.pk})
     return entry
 

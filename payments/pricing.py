@@ -76,19 +76,31 @@ def _latest_at(rows: Iterable, at: datetime):
     return best
 
 
+def quote_from_parts(*, difficulty: str, tier: str, currency: str, rule: tuple[int, Decimal, str] | None,
+                     factor: tuple[int, Decimal] | None) -> Quote:
+    """Price work from the rule (id, amount, currency) and tier multiplier (id, multiplier) in force, if any.
+
+    `tier` is the effective tier (`tier_or_default`) the multiplier was looked up for;
+    without a rule or multiplier the defaults above apply, in the project's `currency`.
+    """
+    base = rule[1] if rule else DEFAULT_BASE_PRICES[difficulty]
+    multiplier = factor[1] if factor else DEFAULT_MULTIPLIERS[tier]
+    return Quote(
+        difficulty=difficulty, tier=tier, base_price=base, multiplier=multiplier,
+        amount=money_round(base * multiplier), currency=rule[2] if rule else currency,
+        price_rule_id=rule[0] if rule else None, tier_multiplier_id=factor[0] if factor else None,
+    )
+
+
 def quote_from_rules(*, difficulty: str, tier: str, at: datetime, currency: str,
                      price_rules: Iterable[PriceRule], multipliers: Iterable[TierMultiplier]) -> Quote:
     """Price work from rules already loaded (any order, any difficulty or tier); no queries."""
     tier = tier_or_default(tier)
     rule = _latest_at((r for r in price_rules if r.difficulty == difficulty), at)
     factor = _latest_at((m for m in multipliers if m.tier == tier), at)
-    base = rule.amount if rule else DEFAULT_BASE_PRICES[difficulty]
-    multiplier = factor.multiplier if factor else DEFAULT_MULTIPLIERS[tier]
-    return Quote(
-        difficulty=difficulty, tier=tier, base_price=base, multiplier=multiplier,
-        amount=money_round(base * multiplier), currency=rule.currency if rule else currency,
-        price_rule_id=rule.pk if rule else None, tier_multiplier_id=factor.pk if factor else None,
-    )
+    return quote_from_parts(difficulty=difficulty, tier=tier, currency=currency,
+                            rule=(rule.pk, rule.amount, rule.currency) if rule else None,
+                            factor=(factor.pk, factor.multiplier) if factor else None)
 
 
 def project_currency(project_id: int) -> str:

@@ -24,7 +24,6 @@ import json
 import logging
 import random
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
@@ -51,6 +50,7 @@ from annotation.models.work import LIVE_ASSIGNMENT_STATUSES
 from annotation.projects.rules import project_check_leasing
 from core.error_codes import ErrorCode
 from core.errors import Conflict, Forbidden, NotFound
+from core.sql_insert import insert_parts
 from experts.models import ExpertProfile, User
 from rubrics.models import Dimension, RubricItem, RubricVersion
 
@@ -451,15 +451,7 @@ _LEASE_SQL = """WITH slot AS (
 
 
 def _lease_insert(assignment: Assignment) -> tuple[int, int, int, str] | None:
-    fields = [f for f in Assignment._meta.concrete_fields if not f.primary_key]
-    columns, values, params = [], [], list[Any]()
-    for field in fields:
-        columns.append(connection.ops.quote_name(field.column))
-        if field.attname == "slot":
-            values.append("slot.n")
-        else:
-            values.append("%s")
-            params.append(field.get_db_prep_save(getattr(assignment, field.attname), connection))
+    columns, values, params = insert_parts(assignment, computed={"slot": "slot.n"})
     sql = _LEASE_SQL.format(task=Task._meta.db_table, assignment=Assignment._meta.db_table,
                             columns=", ".join(columns), values=", ".join(values))
     live = [str(s) for s in LIVE_ASSIGNMENT_STATUSES]

@@ -123,3 +123,32 @@ def test_entries_go_to_the_open_period_of_their_posting_instant():
     assert first.period_id != second.period_id
     assert list(Period.objects.order_by("starts_at").values_list("starts_at", "ends_at")) == [
         (WEEK_START, WEEK_END), (WEEK_END, WEEK_END + (WEEK_END - WEEK_START))]
+
+
+def test_posting_an_earning_takes_three_statements_however_long_the_history(django_assert_num_queries):
+    """The read (assignment, price rule and multiplier in force, currency, open period), the period's
+    share lock and the insert: the same three with 30 earlier earnings and a history of price changes."""
+    from datetime import timedelta
+
+    from payments.models import PriceRule, TierMultiplier
+
+    expert = make_expert("silver")
+    project = make_paid_project(experts=[expert], n_questions=32, overlap=1)
+    for weeks in range(1, 6):
+        at = T0 - timedelta(weeks=weeks)
+        PriceRule.objects.create(project=project, difficulty="normal", amount=f"{5 + weeks}.25", effective_from=at)
+        TierMultiplier.objects.create(project=project, tier="silver", multiplier=f"1.{weeks}", effective_from=at)
+    for _ in range(30):
+        submit_and_post(project, expert, T0 - timedelta(hours=1))
+    assignment = submit(project, expert, T0)
+
+    with django_assert_num_queries(3):
+        entry = ledger_post_earning(assignment_id=assignment.pk, now=T0)
+
+    # The rule and multiplier of a week ago (the latest in force): 6.25 x 1.1 = 6.875, half-up 6.88.
+    assert (entry.base_price, entry.multiplier, entry.amount) == (Decimal("6.25"), Decimal("1.1"), Decimal("6.88"))
+    stored = LedgerEntry.objects.get(pk=entry.pk)
+    assert [getattr(stored, f.attname) for f in LedgerEntry._meta.concrete_fields] == [
+        getattr(entry, f.attname) for f in LedgerEntry._meta.concrete_fields]
+    with django_assert_num_queries(2):  # already posted: the read, then the entry
+        assert ledger_post_earning(assignment_id=assignment.pk, now=T0).pk == entry.pk

@@ -1,0 +1,65 @@
+"""One-statement inserts for the hot paths: a model instance written by hand-built SQL.
+
+`Model.save()` on a row that may already exist costs a savepoint, the INSERT, and on a
+duplicate an IntegrityError, a rollback to the savepoint and a second read. PostgreSQL
+and SQLite (3.35 and newer) both take `INSERT ... ON CONFLICT (column) DO NOTHING
+RETURNING id`, which does the same in one statement, without a savepoint; Django's
+`bulk_create(ignore_conflicts=True)` writes that statement but cannot say whether the row
+was inserted or which id it got. These helpers build the statement from the model's own
+fields (`get_db_prep_save`, the conversion `save()` uses), so a new column needs no
+change here. Field defaults must already be on the instance (they are, from its
+constructor); `pre_save` hooks (`auto_now`) are not run: use them only for models whose
+fields are all set explicitly.
+"""
+from typing import Any
+
+from django.db import connection
+from django.db.models import Model
+
+
+def insert_parts(obj: Model, *, computed: dict[str, str] | None = None) -> tuple[list[str], list[str], list[Any]]:
+    """The quoted columns, the value expressions and their parameters of `obj`'s row.
+
+    Every concrete field but the primary key is written; a field named in `computed`
+    (by attname) takes that SQL expression instead of a parameter.
+    """
+    computed = computed or {}
+    columns: list[str] = []
+    values: list[str] = []
+    params: list[Any] = []
+    for field in obj._meta.concrete_fields:
+        if field.primary_key:
+            continue
+        columns.append(connection.ops.quote_name(field.column))
+        if field.attname in computed:
+            values.append(computed[field.attname])
+        else:
+            values.append("%s")
+            params.append(field.get_db_prep_save(getattr(obj, field.attname), connection))
+    return columns, values, params
+
+
+def insert_unless_conflict(obj: Model, *, conflict: str) -> int | None:
+    """Insert `obj`'s row unless one with the same `conflict` column (unique) exists.
+
+    Returns the new primary key and sets it on `obj` (which then counts as saved), or
+    None when the row was there: on PostgreSQL, a concurrent insert of the same value
+    that has not committed yet is waited for first.
+    """
+    columns, values, params = insert_parts(obj)
+    meta = obj._meta
+    unique = next(f for f in meta.concrete_fields if f.name == conflict)
+    assert meta.pk is not None and unique.column is not None and meta.pk.column is not None
+    sql = (f"INSERT INTO {connection.ops.quote_name(meta.db_table)} ({', '.join(columns)}) "
+           f"VALUES ({', '.join(values)}) "
+           f"ON CONFLICT ({connection.ops.quote_name(unique.column)}) DO NOTHING "
+           f"RETURNING {connection.ops.quote_name(meta.pk.column)}")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    obj.pk = row[0]
+    obj._state.adding = False
+    obj._state.db = connection.alias
+    return int(row[0])

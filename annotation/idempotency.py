@@ -5,13 +5,22 @@ from collections.abc import Callable
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from annotation.models import IdempotencyRecord
 from core.errors import DomainError
+from core.prepared import Prepared
 from experts.models import User
 
 MAX_KEY_LENGTH = 200
+
+
+def _record_query(*, user_id: int, key: str) -> QuerySet[IdempotencyRecord]:
+    return IdempotencyRecord.objects.filter(user_id=user_id, key=key)
+
+
+_RECORD = Prepared(_record_query)  # on every submission: compiled once per process (core.prepared)
 
 
 def request_fingerprint(scope: str, payload) -> str:
@@ -32,7 +41,7 @@ def idempotent_call(*, user: User, key: str | None, scope: str, payload,
         raise DomainError(f"Idempotency-Key is longer than {MAX_KEY_LENGTH} characters.",
                           errors=[{"field": "Idempotency-Key", "message": "too long"}])
     fingerprint = request_fingerprint(scope, payload)
-    previous = IdempotencyRecord.objects.filter(user=user, key=key).first()
+    previous = _RECORD.first(user_id=user.pk, key=key)
     if previous is not None:
         return _replay(previous, fingerprint)
     status, body = run()

@@ -29,24 +29,31 @@ def _has_object_perm(user: User, codename: str, project) -> bool:
     return direct.union(grouped, all=True).exists()
 
 
-def _object_perm_expression(user: User, codename: str) -> Expression:
+def project_content_type_id() -> int:
+    return ContentType.objects.get_by_natural_key("annotation", "project").pk  # cached in the process
+
+
+def _object_perm_expression(user: User, codename: str, content_type_id: int | None = None) -> Expression:
     """`_has_object_perm` for each project row of a query (`OuterRef("pk")`), as a boolean expression."""
     if not user.is_active:
         return Value(False)
     if user.is_superuser:
         return Value(True)
-    where = {"content_type_id": ContentType.objects.get_by_natural_key("annotation", "project").pk,
+    where = {"content_type_id": content_type_id if content_type_id is not None else project_content_type_id(),
              "object_pk": Cast(OuterRef("pk"), CharField()), "permission__codename": codename}
     direct = UserObjectPermission.objects.filter(user_id=user.pk, **where)
     grouped = GroupObjectPermission.objects.filter(group__user=user.pk, **where)
     return ExpressionWrapper(Q(Exists(direct)) | Q(Exists(grouped)), output_field=BooleanField())
 
 
-def can_annotate_expression(user: User) -> Expression:
-    """`can_annotate` as an annotation of a Project query: read with the project, in its query."""
+def can_annotate_expression(user: User, content_type_id: int | None = None) -> Expression:
+    """`can_annotate` as an annotation of a Project query: read with the project, in its query.
+
+    `content_type_id` (`project_content_type_id()`) is for a query prepared once (`core.prepared`),
+    which binds it late like every value it reads."""
     if not (user.is_authenticated and user.is_expert):
         return Value(False)
-    return _object_perm_expression(user, ANNOTATE.split(".", 1)[1])
+    return _object_perm_expression(user, ANNOTATE.split(".", 1)[1], content_type_id)
 
 
 def can_manage(user: User, project) -> bool:

@@ -8,6 +8,7 @@ from guardian.shortcuts import get_objects_for_user, get_users_with_perms
 from annotation import permissions
 from annotation.models import Assignment, Project, Task
 from core.errors import NotFound
+from core.prepared import Prepared
 from experts.models import Role, User
 from rubrics.models import RubricItem, RubricVersion
 
@@ -53,14 +54,27 @@ def project_get_for_user(user: User, project_id, *, manage: bool = False) -> Pro
     return project_access_for_user(user, project_id, manage=manage).project
 
 
+def _expert_assignment_query(*, assignment_id: int, expert_id: int) -> QuerySet[Assignment]:
+    return Assignment.objects.select_related(
+        "task__response__question", "task__rubric_version", "task__project", "expert__expert_profile"
+    ).filter(pk=assignment_id, expert_id=expert_id)
+
+
+# On every submission, autosave and annotation page: compiled once per process (core.prepared).
+_EXPERT_ASSIGNMENT = Prepared(_expert_assignment_query)
+
+
 def assignment_get_for_expert(user: User, assignment_id) -> Assignment:
     """The expert's own assignment, or NotFound (also for another expert's id)."""
     try:
-        return Assignment.objects.select_related(
-            "task__response__question", "task__rubric_version", "task__project", "expert__expert_profile"
-        ).get(pk=int(assignment_id), expert=user)
-    except (Assignment.DoesNotExist, TypeError, ValueError):
+        wanted = int(assignment_id)
+    except (TypeError, ValueError):
         raise NotFound("No such assignment.") from None
+    found = (_EXPERT_ASSIGNMENT.first(assignment_id=wanted, expert_id=user.pk)
+             if user.pk is not None and -2**63 <= wanted < 2**63 else None)
+    if found is None:
+        raise NotFound("No such assignment.")
+    return found
 
 
 def rubric_version_current(project: Project) -> RubricVersion | None:
@@ -69,12 +83,17 @@ def rubric_version_current(project: Project) -> RubricVersion | None:
             .order_by("-number").first())
 
 
+def _task_items_query(*, version_id: int, question_ref: str) -> QuerySet[RubricItem]:
+    return (RubricItem.objects.filter(version_id=version_id, question_ref=question_ref)
+            .select_related("dimension").order_by("position"))
+
+
+_TASK_ITEMS = Prepared(_task_items_query)
+
+
 def rubric_items_for_task(task) -> list[RubricItem]:
-    return list(
-        RubricItem.objects.filter(version_id=task.rubric_version_id,
-                                  question_ref=task.response.question.external_id)
-        .select_related("dimension").order_by("position")
-    )
+    """The rubric items a task is labelled on, in order (compiled once per process: on every claim and submit)."""
+    return _TASK_ITEMS.all(version_id=task.rubric_version_id, question_ref=task.response.question.external_id)
 
 
 def project_experts(project: Project) -> QuerySet[User]:

@@ -37,6 +37,8 @@ Apart from that chain, each on its own and never inside it:
 
 Money has its own list in `payments.lock_objects`; ledger posting holds no lock of this app.
 """
+from django.db.models import QuerySet
+
 from annotation.models import (
     Assignment,
     BatchJob,
@@ -48,6 +50,7 @@ from annotation.models import (
     Project,
     Task,
 )
+from core.prepared import Prepared
 from experts.models import ExpertProfile
 from rubrics.models import Rubric, RubricVersion
 
@@ -65,8 +68,18 @@ def project_lock(project_id: int) -> Project:
     return Project.objects.select_for_update(of=("self",)).get(pk=project_id)
 
 
+def _task_lock_query(*, task_id: int) -> QuerySet[Task]:
+    return Task.objects.select_for_update(of=("self",)).filter(pk=task_id)
+
+
+_TASK_LOCK = Prepared(_task_lock_query)  # on every submission: compiled once per process
+
+
 def task_lock(task_id: int) -> Task:
-    return Task.objects.select_for_update(of=("self",)).get(pk=task_id)
+    task = _TASK_LOCK.first(task_id=task_id)
+    if task is None:
+        raise Task.DoesNotExist(f"no task {task_id}")
+    return task
 
 
 def task_lock_or_skip(task_id: int) -> Task | None:
@@ -78,8 +91,15 @@ def assignment_lock(assignment_id: int) -> Assignment:
     return Assignment.objects.select_for_update(of=("self",)).get(pk=assignment_id)
 
 
+def _expert_profile_lock_query(*, user_id: int) -> QuerySet[ExpertProfile]:
+    return ExpertProfile.objects.select_for_update(of=("self",)).select_related("user").filter(user_id=user_id)
+
+
+_EXPERT_PROFILE_LOCK = Prepared(_expert_profile_lock_query)  # on every claim: compiled once per process
+
+
 def expert_profile_lock(user_id: int) -> ExpertProfile | None:
-    return ExpertProfile.objects.select_for_update(of=("self",)).select_related("user").filter(user_id=user_id).first()
+    return _EXPERT_PROFILE_LOCK.first(user_id=user_id)
 
 
 def consultation_lock(consultation_id: int) -> Consultation:

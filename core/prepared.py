@@ -7,11 +7,12 @@ under 1 ms in the database. Django has no prepared querysets, so this module kee
 SQL of one:
 
 - `build(**shape, **values)` returns the queryset. The values (ids, instants) are bound
-  late: the first run builds it with sentinel values (an integer or an instant no real
-  row has), compiles it, and records which SQL parameters are which sentinel. Every
-  value must reach the SQL as a parameter of its own, unchanged; anything computed from
-  one (a week's start from an instant) is a value of its own. The compile step checks
-  that each sentinel was found exactly as given, and refuses to cache otherwise.
+  late: the first run builds it twice with sentinel values (integers, instants and
+  strings no query here is made with), compiles both, and records which SQL parameters
+  are which value. Every value must reach the SQL as a parameter of its own, unchanged;
+  anything computed from one (a week's start from an instant) is a value of its own.
+  The compile step checks that each value was found, in the same places and with the
+  same SQL in both compiles, and refuses to cache otherwise (`PreparedError`).
 - `shape` holds what changes the SQL itself (a role that turns a permission subquery
   into a constant): each distinct shape is compiled separately.
 - Rows are turned into model instances the way `QuerySet.__iter__` does (converters,
@@ -26,53 +27,79 @@ from collections.abc import Callable, Hashable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
+from django.core.exceptions import EmptyResultSet
 from django.core.signals import setting_changed
 from django.db import connections
 from django.db.models import Model, QuerySet
 from django.db.models.query import get_related_populators  # type: ignore[attr-defined]
 from django.db.models.sql.compiler import SQLCompiler
+from django.db.transaction import TransactionManagementError
 
 M = TypeVar("M", bound=Model)
 
-# Within a 32-bit integer column's range (Django compiles a lookup past it to "no rows"), far past any id here.
-_INT_SENTINEL = 2_083_000_000
-_INSTANT_SENTINEL = datetime(1903, 7, 11, 5, 17, 29, tzinfo=UTC)  # before any row was written
+# Sentinels: values no real row is queried with, within even a small integer column's range (Django
+# compiles a lookup past a column's range to "no rows"). Each shape is compiled with two sets, and the
+# parameters each value lands on must agree, so a constant that happens to equal one is never taken for it.
+_INT_SENTINELS = (30_011, 31_277)
+_INSTANT_SENTINELS = (datetime(1903, 7, 11, 5, 17, 29, tzinfo=UTC), datetime(1911, 2, 3, 17, 41, 7, tzinfo=UTC))
 
 
 class PreparedError(RuntimeError):
     """The queryset does not keep each value as a parameter of its own: it cannot be prepared."""
 
 
-def _sentinel(index: int, value: Any) -> Any:
+def _sentinel(index: int, value: Any, variant: int) -> Any:
     if isinstance(value, bool) or not isinstance(value, int | str | datetime):
         raise PreparedError(f"only ints, strings and aware datetimes can be bound late, not {type(value).__name__}")
     if isinstance(value, datetime):
-        return _INSTANT_SENTINEL + timedelta(microseconds=index + 1)
+        return _INSTANT_SENTINELS[variant] + timedelta(microseconds=index + 1)
     if isinstance(value, str):
-        return f"\x1fprepared value {index}\x1f"
-    return _INT_SENTINEL + index
+        return f"\x1fprepared value {index}.{variant}\x1f"
+    return _INT_SENTINELS[variant] + index
+
+
+def _kind(value: Any) -> type:
+    """int for every integer (psycopg's Int2, Int4 ... included) but a bool; else the value's type."""
+    return int if isinstance(value, int) and not isinstance(value, bool) else type(value)
 
 
 class _Plan:
     """The SQL of one shape, which parameter is which value, and the compiler that reads its rows."""
 
-    def __init__(self, queryset: QuerySet[Any], sentinels: dict[str, Any]) -> None:
-        compiler = queryset.query.get_compiler(using=queryset.db)
-        sql, params = compiler.as_sql()
-        self.sql: str = sql
-        self.params: list[Any] = list(params)
-        self.slots: list[tuple[int, str]] = []
-        by_value = {(type(v), v): name for name, v in sentinels.items()}
-        for index, param in enumerate(self.params):
-            name = by_value.get((type(param), param))
-            if name is not None:
-                self.slots.append((index, name))
-        missing = set(sentinels) - {name for _index, name in self.slots}
+    def __init__(self, querysets: list[QuerySet[Any]], sentinels: list[dict[str, Any]]) -> None:
+        compiled = []
+        for queryset, values in zip(querysets, sentinels, strict=True):
+            compiler = queryset.query.get_compiler(using=queryset.db)
+            try:
+                sql, params = compiler.as_sql()
+            except EmptyResultSet:
+                raise PreparedError("a value makes the query match nothing (out of its column's range?)") from None
+            compiled.append((compiler, sql, list(params), self._slots(list(params), values)))
+        (compiler, sql, params, slots), (_c, other_sql, _p, other_slots) = compiled
+        if sql != other_sql or slots != other_slots:
+            raise PreparedError("the query's SQL or its parameters change with the values bound")
+        missing = set(sentinels[0]) - {name for _index, name in slots}
         if missing:
             raise PreparedError(f"values not found among the SQL parameters: {sorted(missing)}")
-        self.types = {name: type(value) for name, value in sentinels.items()}
+        self.sql: str = sql
+        self.params: list[Any] = params
+        self.slots: list[tuple[int, str]] = slots
+        self.types = {name: type(value) for name, value in sentinels[0].items()}
         self.compiler: SQLCompiler = compiler
-        self.db: str = queryset.db
+        self.db: str = querysets[0].db
+        self.locks = bool(querysets[0].query.select_for_update)
+
+    @staticmethod
+    def _slots(params: list[Any], sentinels: dict[str, Any]) -> list[tuple[int, str]]:
+        by_value = {(_kind(v), v): name for name, v in sentinels.items()}
+        slots = []
+        for index, param in enumerate(params):
+            if isinstance(param, list | dict | set):
+                continue  # a constant (a list of statuses); no value is bound as one
+            name = by_value.get((_kind(param), param))
+            if name is not None:
+                slots.append((index, name))
+        return slots
 
     def rows(self, values: dict[str, Any]) -> list[Any]:
         for name, kind in self.types.items():
@@ -80,8 +107,14 @@ class _Plan:
                 raise TypeError(f"{name} must be {kind.__name__}, not {type(values[name]).__name__}")
         params = list(self.params)
         for index, name in self.slots:
-            params[index] = values[name]
-        with connections[self.db].cursor() as cursor:
+            # As compiled: a small integer column's value comes wrapped (psycopg's Int2), and is wrapped again.
+            wrap = type(self.params[index])
+            params[index] = values[name] if wrap in (int, str, datetime) else wrap(values[name])
+        connection = connections[self.db]
+        if self.locks and connection.get_autocommit():
+            # As Django's own check: a lock taken outside a transaction would be released at once.
+            raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
+        with connection.cursor() as cursor:
             cursor.execute(self.sql, params)
             fetched = cursor.fetchall()
         return list(self.compiler.results_iter(results=[fetched]))
@@ -119,11 +152,15 @@ class Prepared(Generic[M]):
         key = (using, first, tuple(sorted(shape.items())), tuple(sorted(values)))
         plan = plans.get(key)
         if plan is None:
-            sentinels = {name: _sentinel(i, value) for i, (name, value) in enumerate(sorted(values.items()))}
-            queryset = self._build(**shape, **sentinels).using(using)
-            if first:
-                queryset = (queryset if queryset.ordered else queryset.order_by("pk"))[:1]
-            plan = plans[key] = _Plan(queryset, sentinels)
+            sentinels, querysets = [], []
+            for variant in (0, 1):
+                bound = {name: _sentinel(i, value, variant) for i, (name, value) in enumerate(sorted(values.items()))}
+                queryset = self._build(**shape, **bound).using(using)
+                if first:
+                    queryset = (queryset if queryset.ordered else queryset.order_by("pk"))[:1]
+                sentinels.append(bound)
+                querysets.append(queryset)
+            plan = plans[key] = _Plan(querysets, sentinels)
         return plan
 
     def first(self, *, shape: dict[str, Hashable] | None = None, using: str = "default", **values: Any) -> M | None:

@@ -142,22 +142,32 @@ def notification_send(*, users: Iterable[User], kind: str, params: dict, now: da
     Readers who opted in to email for `kind` and have an address get it by email too, by a
     Celery task sent when the caller's transaction commits (never inside the request).
     """
-    with translation.override("en"):
-        message = _render(kind, params)
-    users = list(users)
-    emailed = set(NotificationPreference.objects.filter(user__in=[u.pk for u in users], kind=kind, email=True)
-                  .exclude(user__email="").values_list("user_id", flat=True)) if users else set()
+    return notifications_send_many(kind=kind, now=now, batch=[(list(users), params, link)])
+
+
+def notifications_send_many(*, kind: str, now: datetime, batch: list[tuple[list[User], dict, str]]) -> int:
+    """`notification_send` for several (users, params, link) at once, in two statements
+    (a submission that opens consultations on several items notifies each item's panel)."""
+    everyone = {user.pk for users, _params, _link in batch for user in users}
+    emailed = set(NotificationPreference.objects.filter(user__in=everyone, kind=kind, email=True)
+                  .exclude(user__email="").values_list("user_id", flat=True)) if everyone else set()
     pending, none = Notification.EmailStatus.PENDING, Notification.EmailStatus.NONE
-    rows = [Notification(user=user, kind=kind, message=message, params=params, link=link, created_at=now,
-                         email_status=pending if user.pk in emailed else none)
-            for user in users]
+    rows = []
+    for users, params, link in batch:
+        with translation.override("en"):
+            message = _render(kind, params)
+        rows += [Notification(user=user, kind=kind, message=message, params=params, link=link, created_at=now,
+                              email_status=pending if user.pk in emailed else none)
+                 for user in users]
+    if not rows:
+        return 0
     Notification.objects.bulk_create(rows)
     for row in rows:
         if row.email_status == pending:
             task_send_on_commit("experts.notification_email_send", notification_id=row.pk)
     notified = notified_users.get()
     if notified is not None:
-        notified.update(u.pk for u in users)
+        notified.update(everyone)
     return len(rows)
 
 

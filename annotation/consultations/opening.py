@@ -19,7 +19,7 @@ from annotation.selectors import assignment_get_for_expert
 from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError, NotFound
 from experts.models import User
-from experts.notifications import notification_send
+from experts.notifications import notification_send, notifications_send_many
 from rubrics.models import RubricItem
 
 Zone = ItemConsensus.Zone
@@ -62,37 +62,56 @@ def expert_may_still_judge(*, user: User, question_id: int) -> bool:
     return task is not None and permissions.can_annotate(user, task.project)
 
 
-def _panel(task: Task, rubric_item_id: int) -> list[User]:
-    """The experts whose counted, submitted labels are on the item, in submission order."""
-    ids = (Label.objects.counted().filter(task=task, rubric_item_id=rubric_item_id,
-                                          assignment__status=Assignment.Status.SUBMITTED)
-           .order_by("assignment__submitted_at", "assignment_id").values_list("assignment__expert_id", flat=True))
-    by_id = User.objects.in_bulk(list(ids))
-    return [by_id[i] for i in ids if i in by_id]
+def _panels(task: Task, rubric_item_ids: list[int]) -> dict[int, list[User]]:
+    """{item id: the experts whose counted, submitted labels are on the item, in submission order}."""
+    rows = list(Label.objects.counted().filter(task=task, rubric_item_id__in=rubric_item_ids,
+                                               assignment__status=Assignment.Status.SUBMITTED)
+                .order_by("assignment__submitted_at", "assignment_id")
+                .values_list("rubric_item_id", "assignment__expert_id"))
+    by_id = User.objects.in_bulk({expert_id for _item, expert_id in rows})
+    panels: dict[int, list[User]] = {i: [] for i in rubric_item_ids}
+    for item_id, expert_id in rows:
+        if expert_id in by_id:
+            panels[item_id].append(by_id[expert_id])
+    return panels
+
+
+def _vote_notice(consultation: Consultation, item: RubricItem) -> tuple[dict, str]:
+    """The params and link of the notification asking a panel to vote on `consultation`."""
+    return ({"item": item.item_key, "question": item.question_ref, "project": consultation.project.name,
+             "deadline": consultation.deadline_at.strftime("%Y-%m-%d %H:%M UTC")},
+            reverse("consultation_detail", args=[consultation.pk]))
 
 
 def consultation_notify_vote(*, consultation: Consultation, users: list[User], now: datetime) -> None:
     """Ask `users` to cast their blind vote (kind `consultation_vote`)."""
-    item = consultation.rubric_item
-    notification_send(users=users, kind="consultation_vote", now=now,
-                      link=reverse("consultation_detail", args=[consultation.pk]),
-                      params={"item": item.item_key, "question": item.question_ref,
-                              "project": consultation.project.name,
-                              "deadline": consultation.deadline_at.strftime("%Y-%m-%d %H:%M UTC")})
+    params, link = _vote_notice(consultation, consultation.rubric_item)
+    notification_send(users=users, kind="consultation_vote", now=now, link=link, params=params)
+
+
+def _create_many(*, task: Task, items: list[tuple[RubricItem, str]], by: User | None, reason: str,
+                 now: datetime) -> list[Consultation]:
+    """Open a consultation on each (item, trigger) of the task, with its panel, and ask the panels to vote:
+    a fixed number of statements however many items (a submission may open several)."""
+    project = task.project
+    consultations = Consultation.objects.bulk_create(
+        Consultation(project=project, task=task, rubric_item=item, trigger=trigger, opened_by=by,
+                     opening_reason=reason, opened_at=now,
+                     deadline_at=now + timedelta(hours=project.consult_deadline_h))
+        for item, trigger in items)
+    panels = _panels(task, [item.pk for item, _trigger in items])
+    ConsultationParticipant.objects.bulk_create(
+        ConsultationParticipant(consultation=c, user=u, role=ConsultationParticipant.Role.PANEL, added_at=now)
+        for c in consultations for u in panels[c.rubric_item_id])
+    notices = [(panels[c.rubric_item_id], *_vote_notice(c, item)) for c, (item, _t) in zip(consultations, items,
+                                                                                            strict=True)]
+    notifications_send_many(kind="consultation_vote", now=now, batch=notices)
+    return consultations
 
 
 def _create(*, task: Task, item: RubricItem, trigger: str, by: User | None, reason: str,
             now: datetime) -> Consultation:
-    project = task.project
-    consultation = Consultation.objects.create(
-        project=project, task=task, rubric_item=item, trigger=trigger, opened_by=by, opening_reason=reason,
-        opened_at=now, deadline_at=now + timedelta(hours=project.consult_deadline_h))
-    panel = _panel(task, item.pk)
-    ConsultationParticipant.objects.bulk_create(
-        ConsultationParticipant(consultation=consultation, user=u, role=ConsultationParticipant.Role.PANEL,
-                                added_at=now) for u in panel)
-    consultation_notify_vote(consultation=consultation, users=panel, now=now)
-    return consultation
+    return _create_many(task=task, items=[(item, trigger)], by=by, reason=reason, now=now)[0]
 
 
 def _open_locked(*, task: Task, item: RubricItem, trigger: str, by: User | None, reason: str,
@@ -137,8 +156,10 @@ def consultations_open_auto(*, task: Task, records: list[ItemConsensus], now: da
     seen = set(Consultation.objects.filter(task=task, rubric_item_id__in=list(wanted))
                .values_list("rubric_item_id", flat=True))
     items = RubricItem.objects.in_bulk([i for i in wanted if i not in seen])
-    return [_create(task=task, item=items[i], trigger=wanted[i], by=None, reason="", now=now)
-            for i in sorted(items)]
+    if not items:
+        return []
+    return _create_many(task=task, items=[(items[i], wanted[i]) for i in sorted(items)], by=None, reason="",
+                        now=now)
 
 
 def _item_of_task(task: Task, rubric_item_id: object) -> RubricItem:

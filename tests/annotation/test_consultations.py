@@ -137,6 +137,30 @@ def test_a_task_where_more_than_a_third_of_the_items_split_opens_one_per_split_i
         (1, "many_splits"), (2, "many_splits")]
 
 
+@pytest.mark.parametrize("split_items", [3, 7])
+def test_opening_many_consultations_takes_as_many_statements_as_opening_three(split_items, django_assert_max_num_queries):
+    """The last submission opens one consultation per split item, each with its panel told to vote,
+    in a fixed number of statements (before: six more per item)."""
+    project = make_project_with_tasks(n_questions=1, items_per_question=8, overlap=3)
+    experts = _experts(project, 3)
+    agree = {p: 1 for p in range(1, 9)}
+    _submit(experts[0], project, agree)
+    _submit(experts[1], project, agree | {p: 0 for p in range(1, split_items + 1)})
+    lease = assignment_claim_next(project=project, expert=experts[2], now=timezone.now())
+    labels = {i.item_key: agree[i.position] for i in rubric_items_for_task(lease.task)}
+
+    with django_assert_max_num_queries(22):  # 34 for three items and 58 for seven before
+        labels_submit(expert=experts[2], assignment_id=lease.pk, labels=labels, now=timezone.now())
+
+    opened = Consultation.objects.order_by("rubric_item__position")
+    assert [c.rubric_item.position for c in opened] == list(range(1, split_items + 1))
+    for consultation in opened:
+        assert set(consultation.participants.values_list("user_id", flat=True)) == {e.pk for e in experts}
+        link = reverse("consultation_detail", args=[consultation.pk])
+        assert set(Notification.objects.filter(kind="consultation_vote", link=link)
+                   .values_list("user_id", flat=True)) == {e.pk for e in experts}
+
+
 def test_exactly_a_third_split_is_not_more_than_a_third():
     project = make_project_with_tasks(n_questions=1, items_per_question=3, overlap=3)
     for expert, one in zip(_experts(project, 3), [1, 0, 1], strict=True):

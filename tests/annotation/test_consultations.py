@@ -138,7 +138,8 @@ def test_a_task_where_more_than_a_third_of_the_items_split_opens_one_per_split_i
 
 
 @pytest.mark.parametrize("split_items", [3, 7])
-def test_opening_many_consultations_takes_as_many_statements_as_opening_three(split_items, django_assert_max_num_queries):
+def test_opening_many_consultations_takes_as_many_statements_as_opening_three(
+        split_items, django_assert_max_num_queries):
     """The last submission opens one consultation per split item, each with its panel told to vote,
     in a fixed number of statements (before: six more per item)."""
     project = make_project_with_tasks(n_questions=1, items_per_question=8, overlap=3)

@@ -11,8 +11,9 @@ SQL of one:
   strings no query here is made with), compiles both, and records which SQL parameters
   are which value. Every value must reach the SQL as a parameter of its own, unchanged;
   anything computed from one (a week's start from an instant) is a value of its own.
-  The compile step checks that each value was found, in the same places and with the
-  same SQL in both compiles, and refuses to cache otherwise (`PreparedError`).
+  The compile step checks that both compiles give the same SQL, the values in the same
+  places and every other parameter alike (one computed from a value would differ), and
+  refuses to cache otherwise (`PreparedError`). A value a shape does not use is fine.
 - `shape` holds what changes the SQL itself (a role that turns a permission subquery
   into a constant): each distinct shape is compiled separately.
 - Rows are turned into model instances the way `QuerySet.__iter__` does (converters,
@@ -75,12 +76,14 @@ class _Plan:
             except EmptyResultSet:
                 raise PreparedError("a value makes the query match nothing (out of its column's range?)") from None
             compiled.append((compiler, sql, list(params), self._slots(list(params), values)))
-        (compiler, sql, params, slots), (_c, other_sql, _p, other_slots) = compiled
+        (compiler, sql, params, slots), (_c, other_sql, other_params, other_slots) = compiled
         if sql != other_sql or slots != other_slots:
             raise PreparedError("the query's SQL or its parameters change with the values bound")
-        missing = set(sentinels[0]) - {name for _index, name in slots}
-        if missing:
-            raise PreparedError(f"values not found among the SQL parameters: {sorted(missing)}")
+        bound = {index for index, _name in slots}
+        changed = [i for i, (a, b) in enumerate(zip(params, other_params, strict=True)) if i not in bound and a != b]
+        if changed:
+            # A parameter computed from a value (`project_id + 1`, a week's start): it would stay fixed.
+            raise PreparedError(f"SQL parameters {changed} are computed from the values: bind them as values")
         self.sql: str = sql
         self.params: list[Any] = params
         self.slots: list[tuple[int, str]] = slots
@@ -88,6 +91,11 @@ class _Plan:
         self.compiler: SQLCompiler = compiler
         self.db: str = querysets[0].db
         self.locks = bool(querysets[0].query.select_for_update)
+        # What `results_iter` works out on every call, once: the converters of the selected columns.
+        fields = [selected[0] for selected in compiler.select[0:compiler.col_count]]
+        if compiler.has_composite_fields(fields):
+            raise PreparedError("composite primary keys are not supported")
+        self.converters = compiler.get_converters(fields)
 
     @staticmethod
     def _slots(params: list[Any], sentinels: dict[str, Any]) -> list[tuple[int, str]]:
@@ -116,8 +124,10 @@ class _Plan:
             raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
         with connection.cursor() as cursor:
             cursor.execute(self.sql, params)
-            fetched = cursor.fetchall()
-        return list(self.compiler.results_iter(results=[fetched]))
+            fetched: list[Any] = cursor.fetchall()
+        if not self.converters:
+            return fetched
+        return list(self.compiler.apply_converters(fetched, self.converters))
 
     def instances(self, values: dict[str, Any]) -> list[Any]:
         """The rows as model instances, as `ModelIterable` makes them."""

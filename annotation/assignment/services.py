@@ -24,6 +24,7 @@ import json
 import logging
 import random
 from datetime import datetime, timedelta
+from functools import cached_property
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
@@ -326,39 +327,55 @@ def _claim_draw(*, project: Project, version_id: int, expert: User, profile: Exp
 
     Runs under the expert's lock, in the claim's transaction."""
     difficulties = difficulties_for(project=project, tier=profile.tier)
-    tasks = _open_tasks_for(project=project, version_id=version_id, expert=expert, difficulties=difficulties)
-    top = 0
-    first_tasks = tasks
+    rings = _Rings(project=project, version_id=version_id, expert=expert, difficulties=difficulties)
     if project.has_priorities:
         # The highest priority among the tasks left for the expert: the top entries of
         # task_open_priority_ring_idx, one short index scan; the draw then walks the ring within it.
-        found = tasks.order_by("-priority").values_list("priority", flat=True).first()
+        found = rings.tasks.order_by("-priority").values_list("priority", flat=True).first()
         if found is None:
             return None
-        top = found
-        first_tasks = tasks.filter(priority=top)
-    # Finish started tasks first: the open tasks someone started (a submission or a live lease)
-    # are drawn from first, by the same ring walk, and the rest only when none is left.
-    pools = [first_tasks]
-    if project.fill_order == FillOrder.FINISH_STARTED:
-        pools.insert(0, first_tasks.filter(live_count__gt=0))
+        rings.top = found
     draws = matching.CANDIDATES if strengths else 1
     want_control = rng.random() * 100 < project.control_rate_pct
     for _attempt in range(DRAW_ATTEMPTS):
         lease = _draw_and_lease(project=project, version_id=version_id, expert=expert, profile=profile,
-                                pools=pools, tasks=tasks, top=top, draws=draws, strengths=strengths,
+                                rings=rings, draws=draws, strengths=strengths,
                                 want_control=want_control, difficulties=difficulties, now=now, rng=rng)
         if lease is not None:
             return lease
-        if not tasks.exists():
+        if not rings.tasks.exists():
             return None
         # Every open task was locked by a concurrent claim at that instant (or the drawn one was
         # taken in between): draw again.
     return None
 
 
+class _Rings:
+    """The open tasks the expert may take (`tasks`) and the pools the ring walk tries in turn (`pools`),
+    as querysets built when first used: the one-query draw (PostgreSQL) needs neither unless it comes
+    back empty, and building them cost more CPU than the draw itself."""
+
+    def __init__(self, *, project: Project, version_id: int, expert: User, difficulties: list[str]) -> None:
+        self.project, self.version_id, self.expert, self.difficulties = project, version_id, expert, difficulties
+        self.top = 0  # the highest priority left, in a project with priorities
+
+    @cached_property
+    def tasks(self) -> QuerySet[Task]:
+        return _open_tasks_for(project=self.project, version_id=self.version_id, expert=self.expert,
+                               difficulties=self.difficulties)
+
+    @cached_property
+    def pools(self) -> list[QuerySet[Task]]:
+        first = self.tasks.filter(priority=self.top) if self.project.has_priorities else self.tasks
+        # Finish started tasks first: the open tasks someone started (a submission or a live lease)
+        # are drawn from first, by the same ring walk, and the rest only when none is left.
+        if self.project.fill_order == FillOrder.FINISH_STARTED:
+            return [first.filter(live_count__gt=0), first]
+        return [first]
+
+
 def _draw_and_lease(*, project: Project, version_id: int, expert: User, profile: ExpertProfile,
-                    pools: list[QuerySet[Task]], tasks: QuerySet[Task], top: int, draws: int,
+                    rings: _Rings, draws: int,
                     strengths: dict[int, float], want_control: bool, difficulties: list[str], now: datetime,
                     rng: random.Random) -> Assignment | None:
     """One attempt of the claim: draw candidates, pick one, lease it (None: all locked, or lost)."""
@@ -366,14 +383,15 @@ def _draw_and_lease(*, project: Project, version_id: int, expert: User, profile:
     candidates: list[Task] = []
     if connection.vendor == "postgresql":
         candidates = _draw_candidates_at_once(project=project, version_id=version_id, expert=expert,
-                                              difficulties=difficulties, priority=top if project.has_priorities
-                                              else None, draws=draws, rng=rng, with_dimensions=bool(strengths))
+                                              difficulties=difficulties, priority=rings.top if
+                                              project.has_priorities else None, draws=draws, rng=rng,
+                                              with_dimensions=bool(strengths))
         if candidates and strengths:
             dims = {t.pk: set(t.dimension_ids) for t in candidates}  # type: ignore[attr-defined]
     if not candidates:
         # Elsewhere, or when each candidate above was locked by a concurrent claim (or no pool had
         # any task): walk the rings one candidate at a time, past the locked tasks.
-        for pool in pools:
+        for pool in rings.pools:
             for _draw in range(draws):
                 task = _draw_candidate(tasks=pool, start=rng.randrange(RING_SIZE))
                 if task is None:
@@ -382,10 +400,10 @@ def _draw_and_lease(*, project: Project, version_id: int, expert: User, profile:
                     candidates.append(task)
             if candidates:
                 break
-    if not candidates and top > 0:
+    if not candidates and rings.top > 0:
         # Every task of the top priority is locked by concurrent claims right now (they
         # are being leased): the expert takes one of the rest rather than waiting.
-        task = _draw_candidate(tasks=tasks, start=rng.randrange(RING_SIZE))
+        task = _draw_candidate(tasks=rings.tasks, start=rng.randrange(RING_SIZE))
         candidates = [task] if task is not None else []
     if not candidates:
         return None

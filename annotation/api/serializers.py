@@ -56,8 +56,25 @@ class AssignmentDraftOut(serializers.Serializer):
     notes = serializers.DictField(child=serializers.CharField(), help_text='{"<rubric_item_id>": "note"}')
 
 
+def _rubric_items_out(items) -> list[dict]:
+    """`RubricItemOut(items, many=True).data`, written out: DRF copies every declared field of every
+    nested serializer on each call, a third of a "next task" request's CPU for ten items."""
+    return [{"id": str(i.item_key), "position": int(i.position),
+             "dimension": {"code": str(i.dimension.code), "name_zh": str(i.dimension.name_zh),
+                           "name_en": str(i.dimension.name_en), "category": str(i.dimension.category)},
+             "score": None if i.score is None else int(i.score), "content": str(i.content)} for i in items]
+
+
+_INSTANT = serializers.DateTimeField()
+
+
 class AssignmentOut(serializers.Serializer):
-    """A leased task as the expert sees it: blind to the model and to other experts."""
+    """A leased task as the expert sees it: blind to the model and to other experts.
+
+    The fields below are the contract (and the OpenAPI schema); `to_representation` writes the
+    same answer directly, as it is on every "next task" (tests/annotation/test_api_work.py checks
+    it against DRF's own rendering of these fields).
+    """
 
     id = serializers.IntegerField()
     status = serializers.CharField()
@@ -102,6 +119,19 @@ class AssignmentOut(serializers.Serializer):
             return {"labels": {}, "notes": {}}  # leased by this very request: nothing saved on it yet
         draft = Draft.objects.filter(assignment=obj).first()
         return {"labels": draft.labels, "notes": draft.notes} if draft else {"labels": {}, "notes": {}}
+
+    def to_representation(self, instance: Assignment) -> dict:
+        question = instance.task.response.question
+        return {
+            "id": int(instance.pk), "status": str(instance.status), "state": self.get_state(instance),
+            "expires_at": _INSTANT.to_representation(instance.expires_at),
+            "seconds_left": self.get_seconds_left(instance), "project": int(instance.task.project_id),
+            "difficulty": str(question.difficulty), "scene": self.get_scene(instance),
+            "dialogue": [{"role": turn["role"], "content": str(turn["content"])} for turn in question.dialogue],
+            "final_user_turn": str(question.final_user_turn), "response": str(instance.task.response.text),
+            "rubric_items": _rubric_items_out(rubric_items_for_task(instance.task)),
+            "draft": self.get_draft(instance),
+        }
 
 
 class SubmitIn(serializers.Serializer):

@@ -41,6 +41,35 @@ def test_next_task_returns_the_blind_assignment(api, project, member):
     assert "model" not in str(sorted(body)) and "model-0" not in response.content.decode()
 
 
+def test_the_assignment_is_written_exactly_as_drf_renders_its_declared_fields(api, project, member):
+    """AssignmentOut writes its answer by hand for speed; it must be DRF's own rendering of the contract."""
+    from rest_framework import serializers
+
+    from annotation.api.serializers import AssignmentOut, RubricItemOut, _rubric_items_out
+    from annotation.models import Draft
+    from rubrics.models import RubricItem
+
+    body = _client_for(api, member).post(f"/api/v1/projects/{project.pk}/next-task/").json()
+    lease = Assignment.objects.select_related("task__response__question").get(pk=body["id"])
+    question = lease.task.response.question
+    question.dialogue = [{"role": "A", "content": "我最近睡不好。"}, {"role": "B", "content": "能多说一点吗？"},
+                         {"role": "A", "content": "工作压力很大，总是半夜醒来。"}]
+    question.save()
+    key = RubricItem.objects.filter(version_id=lease.task.rubric_version_id).first().item_key
+    Draft.objects.create(assignment=lease, labels={key: 1}, notes={key: "先保存"}, updated_at=timezone.now())
+
+    for context in ({"now": timezone.now() + timedelta(days=9), "new_lease": True}, {"now": timezone.now()}):
+        fast = AssignmentOut(lease, context=context).data
+        by_drf = serializers.Serializer.to_representation(AssignmentOut(lease, context=context), lease)
+        assert dict(fast) == dict(by_drf)
+        assert list(fast) == list(by_drf)
+    assert fast["dialogue"][2]["content"].startswith("工作") and fast["draft"]["notes"] == {key: "先保存"}
+    # An item without a score (a gate) is written as DRF writes it.
+    item = RubricItem.objects.select_related("dimension").filter(version_id=lease.task.rubric_version_id).first()
+    item.score = None
+    assert _rubric_items_out([item]) == RubricItemOut([item], many=True).data
+
+
 def test_a_fresh_claim_over_the_api_stays_within_its_query_budget(api, project, member,
                                                                  django_assert_max_num_queries):
     # The draw is random: a start past every task wraps round the ring (one more query),

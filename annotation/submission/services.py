@@ -18,6 +18,7 @@ from annotation.submission.consensus import consensus_compute, tie_slot_add
 from annotation.webhooks.services import webhook_emit_many
 from core.after_commit import follow_ups_batched, task_send_on_commit
 from core.errors import Conflict
+from core.sql_insert import insert_rows
 from experts.models import ExpertProfile, User
 
 REJECTED_TEXT = "This submission was rejected; the task went to another expert."
@@ -110,10 +111,8 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
             # criteria: annotation.rubric_editing.carryover); label the items of the version it is on now.
             items = rubric_items_for_task(task)
         by_key = {i.item_key: i for i in items}
-        Label.objects.bulk_create(
-            Label(assignment=assignment, task=task, rubric_item=by_key[k], value=v, note=clean_notes.get(k, ""))
-            for k, v in clean.items()
-        )
+        insert_rows([Label(assignment=assignment, task=task, rubric_item=by_key[k], value=v,
+                           note=clean_notes.get(k, "")) for k, v in clean.items()])
         if not task.is_golden:
             # Everyone on the task has one more peer now (their tier rules read it).
             peer_tally_refresh(task_id=task.pk)

@@ -73,16 +73,19 @@ def expert_work_for_projects(expert: User, projects: Iterable[Project], *, now: 
     Control tasks count like any other task here: the expert never learns which were controls.
     """
     projects = list(projects)
-    counts = {
-        row.pop("task__project_id"): row
-        for row in Assignment.objects.filter(expert=expert, task__project__in=projects)
-        .values("task__project_id")
-        .annotate(
-            submitted=Count("pk", filter=Q(status=Assignment.Status.SUBMITTED)),
-            in_progress=Count("pk", filter=Q(status=Assignment.Status.LEASED, expires_at__gt=now)),
-        )
-        .order_by()
-    }
+    # The project of each of the expert's assignments is read by its task's primary key, one row
+    # at a time: joined to the tasks instead, the planner hashed the project's every task (a scan
+    # of 100,000 rows, 25 ms of the home page) for a veteran's 1,300 assignments (4 ms this way).
+    project_key = Subquery(Task.objects.filter(pk=OuterRef("task_id")).order_by().values("project_id")[:1])
+    rows = (Assignment.objects.filter(expert=expert)
+            .annotate(project_key=project_key)
+            .values("project_key")
+            .annotate(
+                submitted=Count("pk", filter=Q(status=Assignment.Status.SUBMITTED)),
+                in_progress=Count("pk", filter=Q(status=Assignment.Status.LEASED, expires_at__gt=now)),
+            )
+            .order_by())
+    counts = {row.pop("project_key"): row for row in rows}
     return {p.pk: ExpertWork(**counts.get(p.pk, {})) for p in projects}
 
 

@@ -89,8 +89,8 @@ def expert_work_for_projects(expert: User, projects: Iterable[Project], *, now: 
     return {p.pk: ExpertWork(**counts.get(p.pk, {})) for p in projects}
 
 
-def tasks_left_for_projects(expert: User, projects: Iterable[Project]) -> dict[int, int]:
-    """How many tasks each project still has for `expert`, by project id, in two queries.
+def tasks_left_for_projects(expert: User, projects: Iterable[Project], *, tier: str | None = None) -> dict[int, int]:
+    """How many tasks each project still has for `expert`, by project id, in two queries (one with `tier`).
 
     Counted up to TASKS_LEFT_CAP: a value above it (TASKS_LEFT_CAP + 1) means "more than that".
 
@@ -102,16 +102,18 @@ def tasks_left_for_projects(expert: User, projects: Iterable[Project]) -> dict[i
     projects = list(projects)
     if not projects:
         return {}
-    profile = ExpertProfile.objects.filter(user=expert).only("tier").first()
-    if profile is None:
-        return {p.pk: 0 for p in projects}
+    if tier is None:  # a caller that read the expert's profile already passes its tier
+        profile = ExpertProfile.objects.filter(user=expert).only("tier").first()
+        if profile is None:
+            return {p.pk: 0 for p in projects}
+        tier = profile.tier
     current = (RubricVersion.objects.filter(rubric_id=OuterRef("project__rubric_id"),
                                             status=RubricVersion.Status.PUBLISHED)
                .order_by("-number").values("pk")[:1])
     per_project = Q()
     rules: dict[int, Q] = {}
     for project in projects:
-        allowed = difficulties_for(project=project, tier=profile.tier)
+        allowed = difficulties_for(project=project, tier=tier)
         rule = Q(project_id=project.pk)
         if len(allowed) < len(Difficulty.values):
             rule &= Q(response__question__difficulty__in=allowed)

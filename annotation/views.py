@@ -83,7 +83,9 @@ class ExpertProjectRow:
 def _expert_rows(user: User, projects: list[Project], now: datetime) -> list[ExpertProjectRow]:
     cards = expert_home_cards(user, projects, now=now)
     work = expert_work_for_projects(user, projects, now=now)
-    left = tasks_left_for_projects(user, projects)
+    # The cards read the expert's profile; its tier saves the tasks-left count reading it again.
+    tier = next(iter(cards.values())).profile.tier if cards else None
+    left = tasks_left_for_projects(user, projects, tier=tier)
     return [
         ExpertProjectRow(project=p, submitted=work[p.pk].submitted, in_progress=work[p.pk].in_progress,
                          tasks_left=left[p.pk], card=cards.get(p.pk))

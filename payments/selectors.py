@@ -208,25 +208,41 @@ class ProjectPrices:
 
 
 def prices_for_expert(expert: User, *, now: datetime) -> list[ProjectPrices]:
+    """The price table of each project the expert works in, in four queries whatever their number:
+    every project's price rules, tier factors and currency are read at once, then priced in memory."""
     profile = ExpertProfile.objects.filter(user=expert).only("tier").first()
     tier = profile.tier if profile else Tier.BRONZE
     difficulties = list(Difficulty.values)
+    projects = list(project_list_for_user(expert).order_by("name", "pk"))
+    rules_of: dict[int, list[PriceRule]] = {p.pk: [] for p in projects}
+    for rule in PriceRule.objects.filter(project__in=projects, effective_from__lte=now):
+        rules_of[rule.project_id].append(rule)
+    factors_of: dict[int, list[TierMultiplier]] = {p.pk: [] for p in projects}
+    for factor in TierMultiplier.objects.filter(project__in=projects, effective_from__lte=now):
+        factors_of[factor.project_id].append(factor)
+    currencies = _currencies(projects)
     result = []
-    for project in project_list_for_user(expert).order_by("name", "pk"):
-        rules = list(PriceRule.objects.filter(project=project, effective_from__lte=now))
-        factors = list(TierMultiplier.objects.filter(project=project, effective_from__lte=now))
-        currency = project_currency(project.pk)
+    for project in projects:
+        currency = currencies[project.pk]
         rows = []
         base_prices: list[Decimal] = []
         for row_tier in TIER_ORDER:
-            quotes = [quote_from_rules(difficulty=d, tier=row_tier, at=now, currency=currency, price_rules=rules,
-                                       multipliers=factors) for d in difficulties]
+            quotes = [quote_from_rules(difficulty=d, tier=row_tier, at=now, currency=currency,
+                                       price_rules=rules_of[project.pk], multipliers=factors_of[project.pk])
+                      for d in difficulties]
             base_prices = [q.base_price for q in quotes]
             rows.append(PriceRow(tier=row_tier, multiplier=quotes[0].multiplier, prices=[q.amount for q in quotes],
                                  is_mine=row_tier == tier))
         result.append(ProjectPrices(project=project, currency=currency, tier=tier, difficulties=difficulties,
                                     base_prices=base_prices, rows=rows))
     return result
+
+
+def _currencies(projects: list[Project]) -> dict[int, str]:
+    """`pricing.project_currency` of each of `projects`, by project id, in one query."""
+    default = PaymentSettings._meta.get_field("currency").default
+    found = dict(PaymentSettings.objects.filter(project__in=projects).values_list("project_id", "currency"))
+    return {p.pk: found.get(p.pk) or default for p in projects}
 
 
 # --- The PM's and admin's side ----------------------------------------------------------

@@ -15,7 +15,6 @@ from annotation.calibration.services import CalibrationState, calibration_state
 from annotation.models import Project
 from annotation.quality.portrait import expert_stats, own_view_cutoff
 from experts.models import ExpertProfile, TierChange, User
-from experts.notifications import notification_unread_count
 from experts.tiers import TierProgress, tier_evaluate, tier_progress
 
 
@@ -33,30 +32,28 @@ class HomeCard:
     calibration: CalibrationState
     calibration_url: str
     portrait_url: str
-    unread: int
 
 
 def expert_home_cards(user: User, projects: Iterable[Project], *,
                       now: datetime | None = None) -> dict[int, HomeCard]:
     """The expert home card of each of `projects`, by project id; empty for a user without a profile.
 
-    Tier, tier progress and the unread count belong to the expert, not to a project, so
-    they are read once; only the calibration standing is read per project (a fixed
-    handful of queries each).
+    Tier and tier progress belong to the expert, not to a project, so they are read once;
+    only the calibration standing is read per project (a fixed handful of queries each).
+    The card's unread count is the top bar's (`notifications_unread`, read once per render).
     """
     now = now or timezone.now()
     profile = ExpertProfile.objects.filter(user=user).first()
     if profile is None:
         return {}
     progress = tier_progress(tier=profile.tier, stats=expert_stats(user, control_before=own_view_cutoff(now)))
-    unread = notification_unread_count(user)
     portrait_url = reverse("my_portrait")
     return {
         project.pk: HomeCard(
             profile=profile, progress=progress,
             calibration=calibration_state(project=project, expert=user, now=now),
             calibration_url=reverse("calibration", args=[project.pk]),
-            portrait_url=portrait_url, unread=unread,
+            portrait_url=portrait_url,
         )
         for project in projects
     }

@@ -8,6 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from annotation import permissions
 from annotation.assignment.services import assignment_claim_next
 from annotation.models import Assignment, Draft, Label, Question, Response, Task
 from annotation.selectors import rubric_items_for_task, task_progress_for_project
@@ -15,7 +16,7 @@ from annotation.services import project_add_member
 from experts.models import ExpertProfile
 from experts.notifications import notification_send
 from tests.e2e.scenario import SECRET_MODEL, build_counselling_project
-from tests.factories import ExpertFactory, PMFactory
+from tests.factories import ExpertFactory, PMFactory, make_project_with_tasks
 from tests.support.quality import make_golden_project
 
 pytestmark = pytest.mark.django_db
@@ -615,3 +616,66 @@ def test_language_switch_renders_english(expert_client, assignment):
     assert "Next task" in home and "下一个任务" not in home
     assert "Reply to judge" in page and "Final user turn" in page
     assert "Verbal expression" in page or "Emotional perception" in page
+
+
+# --- Query counts of the expert's loop ------------------------------------------------
+
+def _lease_with_items(expert, items: int) -> Assignment:
+    ExpertProfile.objects.filter(user=expert).update(max_concurrent_leases=2)  # one lease in each of two projects
+    project = make_project_with_tasks(n_questions=1, items_per_question=items)
+    project_add_member(project=project, user=expert)
+    return assignment_claim_next(project=project, expert=expert, now=timezone.now())
+
+
+def _queries(send) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        assert send().status_code == 200
+    return len(queries)
+
+
+def test_the_annotation_page_reads_the_same_queries_for_two_items_as_for_eight(client):
+    expert = ExpertFactory()
+    client.force_login(expert)
+    few, many = _lease_with_items(expert, 2), _lease_with_items(expert, 8)
+    client.get(reverse("annotate", args=[few.pk]))  # the process's caches (content types) filled
+
+    def page(assignment: Assignment, **headers) -> int:
+        return _queries(lambda: client.get(reverse("annotate", args=[assignment.pk]), **headers))
+
+    # Session, user, the assignment with its task, question and version, its draft, its return,
+    # the rubric items, the case library, the unread count (the top bar: the full page only).
+    assert page(few) == page(many) == 8
+    assert page(few, **HTMX) == page(many, **HTMX) == 7
+
+
+def test_the_draft_autosave_reads_the_same_queries_for_two_marks_as_for_eight(client):
+    expert = ExpertFactory()
+    client.force_login(expert)
+    few, many = _lease_with_items(expert, 2), _lease_with_items(expert, 8)
+
+    def save(assignment: Assignment) -> int:
+        data = marks(item_keys(assignment))
+        return _queries(lambda: client.post(reverse("draft_save_view", args=[assignment.pk]), data, **HTMX))
+
+    save(few)  # the first save creates the draft; later ones update it, as autosave does all day
+    save(many)
+    # Session, user, the assignment, the rubric items; in one transaction (its start and end count) the
+    # draft, its update and the lease's extension.
+    assert save(few) == save(many) == 9
+
+
+def test_the_project_page_reads_the_same_queries_for_two_questions_as_for_twenty(client):
+    pm = PMFactory()
+    client.force_login(pm)
+    small, large = make_project_with_tasks(n_questions=2, pm=pm), make_project_with_tasks(n_questions=20, pm=pm)
+    for project in (small, large):
+        permissions.grant_manage(pm, project)
+    client.get(reverse("project_detail", args=[small.pk]))  # the process's caches (content types) filled
+
+    def page(project, **headers) -> int:
+        return _queries(lambda: client.get(reverse("project_detail", args=[project.pk]), **headers))
+
+    # Session, user, the project, its permission, the current version, task progress, questions,
+    # responses, the unread count (the top bar: the full page only).
+    assert page(small) == page(large) == 9
+    assert page(small, **HTMX) == page(large, **HTMX) == 8

@@ -4,7 +4,9 @@ from datetime import timedelta
 from io import StringIO
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from annotation.models import Response
 from payments.models import LedgerEntry, PayoutBatch
@@ -45,6 +47,27 @@ def test_the_earnings_page_shows_the_open_period_prices_and_statements(paid):
     assert "6.00 CNY" in body  # 5.00 × silver 1.2, in the open period
     assert "×1.2" in body and "24.00 CNY" in body  # the tier's effect on the hard price
     assert f"/payments/statements/{settlement.statements[0].pk}/" in body
+
+
+def test_the_earnings_page_reads_the_same_queries_for_three_projects_as_for_one(paid):
+    expert, pm, *_ = paid
+    client = _client(expert)
+
+    def page_queries() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get("/payments/").status_code == 200
+        return len(queries)
+
+    client.get("/payments/")  # the process's caches (content types) filled
+    with_one = page_queries()
+    for _ in range(2):
+        submit_and_post(make_paid_project(experts=[expert, pm]), expert, WEEK_END + timedelta(hours=2))
+    with_three = page_queries()
+
+    # Session, user; the open period's totals, their projects and periods; the recent lines (ids, rows,
+    # appeals); profile, projects, price rules, tier factors, currencies (once for every project);
+    # unread count, statements.
+    assert with_one == with_three == 15
 
 
 def test_the_live_fragment_is_only_the_period_totals(paid):

@@ -32,7 +32,7 @@ from django.core.exceptions import EmptyResultSet
 from django.core.signals import setting_changed
 from django.db import connections
 from django.db.models import Model, QuerySet
-from django.db.models.query import get_related_populators  # type: ignore[attr-defined]
+from django.db.models.query import ValuesListIterable, get_related_populators  # type: ignore[attr-defined]
 from django.db.models.sql.compiler import SQLCompiler
 from django.db.transaction import TransactionManagementError
 
@@ -91,6 +91,9 @@ class _Plan:
         self.compiler: SQLCompiler = compiler
         self.db: str = querysets[0].db
         self.locks = bool(querysets[0].query.select_for_update)
+        # A values_list() of columns: its rows are the tuples, in the order the columns were named.
+        first = querysets[0]
+        self.columns_only = first._iterable_class is ValuesListIterable and not first.query.annotation_select
         # What `results_iter` works out on every call, once: the converters of the selected columns.
         fields = [selected[0] for selected in compiler.select[0:compiler.col_count]]
         if compiler.has_composite_fields(fields):
@@ -187,6 +190,18 @@ class Prepared(Generic[M]):
         if connections[using].vendor != "postgresql":
             return list(self._build(**shape, **values).using(using))
         return self._plan(using, shape, values, first=False).instances(values)
+
+    def tuples(self, *, shape: dict[str, Hashable] | None = None, using: str = "default",
+               **values: Any) -> list[tuple[Any, ...]]:
+        """What `list(build(**shape, **values))` returns for a `values_list()` queryset of columns."""
+        shape = shape or {}
+        if connections[using].vendor != "postgresql":
+            rows: Any = self._build(**shape, **values).using(using)
+            return [tuple(row) for row in rows]
+        plan = self._plan(using, shape, values, first=False)
+        if not plan.columns_only:
+            raise PreparedError("tuples() reads a values_list() of columns, without annotations")
+        return [tuple(row) for row in plan.rows(values)]
 
     def clear(self) -> None:
         self._local = threading.local()

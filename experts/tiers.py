@@ -16,6 +16,7 @@ from django.utils.translation import gettext_lazy as _
 
 from core.error_codes import ErrorCode
 from core.errors import DomainError
+from core.prepared import Prepared
 from experts.models import TIER_ORDER, ExpertProfile, TierChange, TierRule, User, tier_rank
 from experts.notifications import notification_send
 from experts.tier_reasons import (
@@ -92,8 +93,12 @@ class TierProgress:
         return round(sum(r.progress_pct for r in self.requirements) / len(self.requirements))
 
 
+_ACTIVE_RULES = Prepared(lambda: TierRule.objects.filter(is_active=True).order_by("pk"))
+_PROFILE_LOCK = Prepared(lambda *, user_id: ExpertProfile.objects.select_for_update().filter(user_id=user_id))
+
+
 def _active_rules() -> dict[tuple[str, str], TierRule]:
-    return {(r.tier, r.kind): r for r in TierRule.objects.filter(is_active=True)}
+    return {(r.tier, r.kind): r for r in _ACTIVE_RULES.all()}
 
 
 def _promote_met(rule: TierRule, stats: ExpertStats) -> bool:
@@ -163,7 +168,7 @@ def tier_evaluate(*, user: User, stats: ExpertStats, now: datetime) -> list[Tier
     A demotion ends the evaluation; promotions climb one tier at a time while the next
     rule is met, so a newly imported veteran reaches their tier in one call.
     """
-    profile = ExpertProfile.objects.select_for_update().filter(user=user).first()
+    profile = _PROFILE_LOCK.first(user_id=user.pk)  # after every submission: compiled once per process
     if profile is None:
         return []
     rules = _active_rules()

@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import connection
 from django.db.models import Case, Count, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
@@ -38,6 +39,7 @@ from annotation.models import (
     Project,
     Task,
 )
+from core.prepared import Prepared
 from experts.models import User
 from experts.tiers import ExpertStats
 from rubrics.models import Category, Dimension
@@ -178,6 +180,12 @@ def portrait_for(expert: User, projects: Iterable[Project] | None = None,
     return Portrait(dimensions=dimensions, categories=list(by_category.values()), overall=overall)
 
 
+# After every submission (tier evaluation) and on every home page: compiled once per process.
+_RECENT_CONTROLS: Prepared[Any] = Prepared(
+    lambda *, expert_id: ControlResult.objects.filter(expert_id=expert_id).order_by("-scored_at", "-id")
+    .values_list("items_correct", "items_total")[:MAX_CONTROL_WINDOW])
+
+
 def expert_stats(expert: User, control_before: datetime | None = None) -> ExpertStats:
     """The numbers the tier rules read, across every project.
 
@@ -190,8 +198,7 @@ def expert_stats(expert: User, control_before: datetime | None = None) -> Expert
     """
     golden_total, golden_correct, peer_total, peer_agree, completed, hidden_total, hidden_correct = _tallies(
         expert.pk, hidden_since=control_before)
-    recent = tuple(ControlResult.objects.filter(expert=expert).order_by("-scored_at", "-id")
-                   .values_list("items_correct", "items_total")[:MAX_CONTROL_WINDOW])
+    recent = tuple(_RECENT_CONTROLS.tuples(expert_id=expert.pk))
     return ExpertStats(completed=completed, golden_items=golden_total - hidden_total,
                        golden_correct=golden_correct - hidden_correct,
                        peer_items=peer_total, peer_agree=peer_agree, recent_controls=recent)

@@ -19,9 +19,8 @@ from experts.tiers import TierProgress, tier_evaluate, tier_progress
 
 
 def expert_evaluate(*, expert: User, now: datetime) -> list[TierChange]:
-    """Apply the tier rules to the expert's current numbers; returns the tier changes made."""
-    if not ExpertProfile.objects.filter(user=expert).exists():
-        return []
+    """Apply the tier rules to the expert's current numbers; returns the tier changes made
+    (none for an account without an expert profile: `tier_evaluate` finds none to lock)."""
     return tier_evaluate(user=expert, stats=expert_stats(expert), now=now)
 
 

@@ -7,8 +7,12 @@ again (a retried task, a resubmission after a return) without flagging twice.
 """
 import logging
 from datetime import datetime
+from typing import Any
+
+from django.db.models import Exists, OuterRef, QuerySet
 
 from annotation.models import Assignment, Label, ReviewFlag, SubmissionReturn
+from core.prepared import Prepared
 
 logger = logging.getLogger(__name__)
 # A note shorter than this ("ok", "n/a") is repeated by honest experts too.
@@ -69,20 +73,36 @@ def _repeated_note(assignment: Assignment, notes: list[str]) -> dict | None:
     return {"note": note[:300], "other_task": task_id}
 
 
+def _assignment_query(*, assignment_id: int) -> QuerySet[Assignment]:
+    pending_return = SubmissionReturn.objects.filter(assignment=OuterRef("pk"), resubmitted_at__isnull=True,
+                                                     lapsed_at__isnull=True)
+    return (Assignment.objects.select_related("task__project").filter(pk=assignment_id)
+            .annotate(returned=Exists(pending_return)))
+
+
+# After every submission (the worker): compiled once per process (core.prepared).
+_ASSIGNMENT = Prepared(_assignment_query)
+_LABELS: Prepared[Any] = Prepared(lambda *, assignment_id: Label.objects.filter(assignment_id=assignment_id)
+                   .order_by("pk").values_list("value", "note"))
+_FLAGS: Prepared[Any] = Prepared(lambda *, assignment_id: ReviewFlag.objects.filter(assignment_id=assignment_id)
+                  .values_list("rule"))
+
+
 def review_flags_check(*, assignment_id: int, now: datetime) -> int:
     """Apply the review rules to a submission; returns how many new flags were written.
 
     Also records that a returned submission came back (its return's `resubmitted_at`).
     """
-    assignment = (Assignment.objects.select_related("task__project").filter(pk=assignment_id).first())
+    assignment = _ASSIGNMENT.first(assignment_id=assignment_id)
     if (assignment is None or assignment.status != Assignment.Status.SUBMITTED
             or assignment.kind != Assignment.Kind.WORK):
         return 0
-    SubmissionReturn.objects.filter(assignment=assignment, resubmitted_at__isnull=True,
-                                    lapsed_at__isnull=True).update(resubmitted_at=assignment.submitted_at)
+    if assignment.returned:  # type: ignore[attr-defined]
+        SubmissionReturn.objects.filter(assignment=assignment, resubmitted_at__isnull=True,
+                                        lapsed_at__isnull=True).update(resubmitted_at=assignment.submitted_at)
     if assignment.task.is_golden:
         return 0
-    rows = list(Label.objects.filter(assignment=assignment).values_list("value", "note"))
+    rows = _LABELS.tuples(assignment_id=assignment.pk)
     values = [v for v, _ in rows]
     notes = [n.strip() for _, n in rows if n.strip()]
     found = {
@@ -90,7 +110,7 @@ def review_flags_check(*, assignment_id: int, now: datetime) -> int:
         ReviewFlag.Rule.IDENTICAL_RUN: _identical_run(assignment, values),
         ReviewFlag.Rule.REPEATED_NOTE: _repeated_note(assignment, notes),
     }
-    existing = set(ReviewFlag.objects.filter(assignment=assignment).values_list("rule", flat=True))
+    existing = {rule for (rule,) in _FLAGS.tuples(assignment_id=assignment.pk)}
     flags = [ReviewFlag(project_id=assignment.task.project_id, assignment=assignment, rule=rule, detail=detail,
                         created_at=now)
              for rule, detail in found.items() if detail is not None and rule not in existing]

@@ -117,7 +117,7 @@ def test_the_tier_evaluation_reads_the_tallies_in_a_fixed_number_of_queries(team
     overall = portrait_for(veteran).overall
     assert (stats.golden_items, stats.golden_correct) == (overall.golden_total, overall.golden_correct)
 
-    with django_assert_num_queries(7) as short:
+    with django_assert_num_queries(6) as short:
         expert_evaluate(expert=veteran, now=timezone.now())
     _work(project, experts, 3, rng)
     with django_assert_num_queries(len(short.captured_queries)):

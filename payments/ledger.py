@@ -32,7 +32,7 @@ from experts.models import Tier, User
 from payments.lock_objects import payment_settings_lock, period_share_if_open
 from payments.models import LedgerEntry, PaymentSettings, Period, PriceRule, TierMultiplier
 from payments.periods import next_period_bounds
-from payments.pricing import quote_from_parts, tier_or_default
+from payments.pricing import default_currency, quote_from_parts, tier_or_default
 
 logger = logging.getLogger(__name__)
 
@@ -180,7 +180,7 @@ def ledger_post_earning(*, assignment_id: int, now: datetime) -> LedgerEntry | N
     submitted_at = _from_db(Assignment, "submitted_at", submitted_at)
     quote = quote_from_parts(
         difficulty=difficulty, tier=tier_or_default(tier),
-        currency=currency or PaymentSettings._meta.get_field("currency").default,
+        currency=currency or default_currency(),
         rule=None if rule_id is None else (rule_id, _from_db(PriceRule, "amount", rule_amount), rule_currency),
         factor=None if factor_id is None else (factor_id, _from_db(TierMultiplier, "multiplier", factor_multiplier)))
     entry = _insert(LedgerEntry(

@@ -103,9 +103,14 @@ def quote_from_rules(*, difficulty: str, tier: str, at: datetime, currency: str,
                             factor=(factor.pk, factor.multiplier) if factor else None)
 
 
+def default_currency() -> str:
+    """The currency of a project without payment settings: the settings' own default."""
+    return PaymentSettings._meta.get_field("currency").default
+
+
 def project_currency(project_id: int) -> str:
     found = PaymentSettings.objects.filter(project_id=project_id).values_list("currency", flat=True).first()
-    return found or PaymentSettings._meta.get_field("currency").default
+    return found or default_currency()
 
 
 def price_quote(*, project_id: int, difficulty: str, tier: str, at: datetime) -> Quote:

@@ -26,7 +26,7 @@ from payments.models import (
     Statement,
     TierMultiplier,
 )
-from payments.pricing import project_currency, quote_from_rules
+from payments.pricing import default_currency, project_currency, quote_from_rules
 
 ZERO = Decimal("0.00")
 RECENT_LINES = 50
@@ -240,7 +240,7 @@ def prices_for_expert(expert: User, *, now: datetime) -> list[ProjectPrices]:
 
 def _currencies(projects: list[Project]) -> dict[int, str]:
     """`pricing.project_currency` of each of `projects`, by project id, in one query."""
-    default = PaymentSettings._meta.get_field("currency").default
+    default = default_currency()
     found = dict(PaymentSettings.objects.filter(project__in=projects).values_list("project_id", "currency"))
     return {p.pk: found.get(p.pk) or default for p in projects}
 

@@ -98,11 +98,15 @@ class RubricItem(models.Model):
     criterion is present". Gate items ("其他") carry no score.
     """
 
-    version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="items")
+    # No index of its own on the version: both unique constraints below lead with it. Neither
+    # reference is a foreign key constraint on PostgreSQL: triggers check them once per statement
+    # (migration 0007), with the same locks and the same error.
+    version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="items", db_index=False,
+                                db_constraint=False)
     question_ref = models.CharField(max_length=100, db_index=True)
     position = models.PositiveSmallIntegerField()
     item_key = models.CharField(max_length=110)
-    dimension = models.ForeignKey(Dimension, on_delete=models.PROTECT, related_name="items")
+    dimension = models.ForeignKey(Dimension, on_delete=models.PROTECT, related_name="items", db_constraint=False)
     score = models.IntegerField(null=True, blank=True)
     content = models.TextField()
     tags = models.JSONField(default=list, blank=True)

@@ -53,7 +53,10 @@ TRIGGERS = {
     "postgresql": {
         "rubrics": {"rubrica_item_guard", "rubrica_item_insert_guard", "rubrica_version_guard",
                     "rubrica_refuse_published_item()", "rubrica_refuse_published_item_insert()",
-                    "rubrica_refuse_published_version()"},
+                    "rubrica_refuse_published_version()",
+                    # The references of items, checked per statement instead of by foreign keys (0007).
+                    "rubrica_item_references_insert", "rubrica_item_references_update", "rubrica_item_referenced",
+                    "rubrica_item_references_check()", "rubrica_item_referenced_refuse()"},
         "annotation": {"rubrica_assignment_slot_guard", "rubrica_assignment_slot_within_overlap()",
                        "annotation_setting_change_append_only", "annotation_setting_change_refuse_update()",
                        "annotation_auditentry_append_only", "annotation_audit_refuse_change()"},

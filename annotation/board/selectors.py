@@ -188,21 +188,28 @@ class BoardFilters:
 def _search(tasks: QuerySet[Task], term: str, project_id: int | None = None) -> QuerySet[Task]:
     """Tasks whose question's dialogue or final user turn holds `term`, case-insensitively.
 
-    Questions keep an upper-cased plain-text copy of their turns (`Question.search_text`,
-    written on save and bulk create), so the match is `search_text LIKE '%TERM%'` with the term
-    upper-cased the same way: on PostgreSQL the trigram index of migration 0032 serves terms of
+    Questions keep an upper-cased plain-text copy of their turns (`QuestionSearch.text`, written
+    on save and bulk create, and for an import by its follow-up task: `search_unindexed_count`
+    says how many the search does not cover yet), so the match is `text LIKE '%TERM%'` with the
+    term upper-cased the same way: on PostgreSQL the trigram index of migration 0042 serves terms of
     3+ characters, and a shorter term scans the plain text, with no JSON cast per question (the
     cast was half the cost of a short search at 100,000 tasks). The same query serves SQLite.
     (A GIN index over characters and character pairs was tried for 1- and 2-character terms:
     the questions were found in 70 ms, but the join of their tasks and the counts cost as much
     as before, and the index made each imported question 8 ms dearer; not kept.)
     """
-    matching = Response.objects.filter(question__search_text__contains=term.upper())
+    matching = Response.objects.filter(question__search__text__contains=term.upper())
     if project_id is not None:
         matching = matching.filter(project_id=project_id)
     # As a set of responses: the text is matched once per question, not once per task joined to it
     # (a search under two filters at 100,000 tasks: 317 to 136 ms).
     return tasks.filter(response_id__in=matching.values("pk"))
+
+
+def search_unindexed_count(project: Project) -> int:
+    """How many of the project's questions the board's search does not cover yet: an import's,
+    until its follow-up task has written their search rows (seconds for 10,000 questions)."""
+    return Question.objects.filter(project=project, search__isnull=True).count()
 
 
 @dataclass(frozen=True)

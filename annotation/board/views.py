@@ -12,7 +12,14 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from annotation.blind_test.services import blind_test_open_judge_only
-from annotation.board.selectors import STATES, BoardFilters, board_choices, board_page, task_history
+from annotation.board.selectors import (
+    STATES,
+    BoardFilters,
+    board_choices,
+    board_page,
+    search_unindexed_count,
+    task_history,
+)
 from annotation.models import Assignment, ItemConsensus
 from annotation.selectors import project_get_for_user
 from core.pages import render_page
@@ -53,6 +60,8 @@ def board(request: SignedInRequest, project_id: int) -> HttpResponse:
         "first_page": "after" in request.GET,
         # Open tasks outside the blind-test sample wait for no expert (annotation.blind_test).
         "judge_only": blind_test_open_judge_only(project=project),
+        # An import's questions reach the search a little after it (its follow-up task): say so.
+        "search_unindexed": search_unindexed_count(project) if filters.values.get("q") else 0,
     }
     return render_page(request, PAGE, "results", context)
 

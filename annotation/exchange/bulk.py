@@ -173,6 +173,17 @@ class CopyStream:
                 self._flush()
         self.count += 1
 
+    def write_lines(self, lines: str, count: int) -> None:
+        """`count` rows already in COPY's text format (each ending in a newline; see `copy_text`)."""
+        if self._buffer is not None:
+            self._buffer.write_lines(lines, count)
+        else:
+            self._pending.append(lines)
+            self._pending_chars += len(lines)
+            if self._pending_chars >= COPY_CHUNK // 4:
+                self._flush()
+        self.count += count
+
     def _flush(self) -> None:
         if not self._pending:
             return

@@ -59,12 +59,11 @@ from annotation.exchange.jsonl import (
     describe,
     import_size_check,
     jsonl_lines,
-    jsonl_objects,
+    jsonl_rows,
     source_size,
 )
 from annotation.lock_objects import project_imports_lock
 from annotation.models import AuditAction, BlindTest, Difficulty, Project, Question
-from annotation.models.project import question_search_text
 from annotation.projects.rules import project_check_writable
 from annotation.rubric_editing.publishing import rubric_draft_get_or_create, rubric_version_publish
 from annotation.selectors import rubric_version_current
@@ -133,7 +132,7 @@ class DimensionIndex:
 
 
 QUESTION_FIELDS = ["project_id", "external_id", "dialogue", "final_user_turn", "difficulty", "primary_scene",
-                   "secondary_scene", "source_format", "search_text", "judge_only", "created_at"]
+                   "secondary_scene", "source_format", "judge_only", "created_at"]
 ITEM_FIELDS = ["version_id", "question_ref", "position", "item_key", "dimension_id", "score", "content", "tags"]
 # Rows of the file already in the project are compared with the stored questions this many at a time.
 COMPARE_BATCH = 500
@@ -153,16 +152,18 @@ def questions_import(*, project: Project, data: ImportSource, now: datetime, sou
     content. `source` names the file in the published version's changelog.
 
     In the transaction that holds the project's imports lock, one pass over the file
-    validates every line and streams each new question to COPY while the rest is parsed
-    (`bulk.CopyStream`: the server's insert and search indexing overlap the parsing); the
-    rubric items wait as COPY text that spills to disk (`bulk.CopyBuffer`). Only ids and
-    line numbers are kept in memory. Rows whose question is already in the project are
-    compared with it in a second pass over just those lines. Any error rolls everything back.
+    validates every line and streams each new question's rubric items to COPY while the rest
+    is parsed (`bulk.CopyStream`: the server's insert and indexing of the items, most of its
+    work, overlap the parsing); the questions wait as COPY text that spills to disk
+    (`bulk.CopyBuffer`) and go in one COPY after. Only ids and line numbers are kept in memory.
+    The board's search rows are left to the follow-up task `annotation.question_search_index`.
+    Rows whose question is already in the project are compared with it in a second pass over
+    just those lines. Any error rolls everything back.
     """
     # Refused before reading the file (a closed project is read-only); checked again under the lock.
     project_check_writable(project)
     import_size_check(size=source_size(data))
-    items = CopyBuffer(model=RubricItem, fields=ITEM_FIELDS)
+    questions = CopyBuffer(model=Question, fields=QUESTION_FIELDS)
     try:
         with transaction.atomic():
             project_imports_lock(project=project)
@@ -172,16 +173,16 @@ def questions_import(*, project: Project, data: ImportSource, now: datetime, sou
             # While a blind test is active only its sample goes to experts: a question that arrives
             # later is outside the sample, so it stays judge-only until the PM draws a new one.
             judge_only = BlindTest.objects.filter(project=project, is_active=True).exists()
-            with CopyStream(model=Question, fields=QUESTION_FIELDS) as questions:
+            with CopyStream(model=RubricItem, fields=ITEM_FIELDS) as items:
                 stored_lines = _parse_file(project=project, data=data, source=source, draft=draft, now=now,
                                            questions=questions, items=items, judge_only=judge_only)
             skipped = _compare_stored(project=project, data=data, lines=stored_lines, source=source)
             if not questions.count:
                 raise _NothingNew
-            # The search index's entries for these questions wait in its pending list; merged after commit.
-            task_send_on_commit("annotation.question_search_merge")
-            items_created = items.insert()
-            created = questions.count
+            # The board's search rows for these questions are written after commit, outside the request.
+            task_send_on_commit("annotation.question_search_index")
+            created = questions.insert()
+            items_created = items.count
             noun = "question" if created == 1 else "questions"
             rubric_version_publish(project=project, version=draft, reason=f"Imported {created} {noun} from {source}",
                                    now=now)
@@ -191,13 +192,13 @@ def questions_import(*, project: Project, data: ImportSource, now: datetime, sou
     except _NothingNew:
         return ImportResult(created=0, skipped=skipped)
     finally:
-        items.close()
+        questions.close()
     return ImportResult(created=created, skipped=skipped, items_created=items_created, version=draft.number,
                         judge_only=created if judge_only else 0)
 
 
 def _parse_file(*, project: Project, data: ImportSource, source: str, draft: RubricVersion, now: datetime,
-                questions: CopyStream, items: CopyBuffer, judge_only: bool = False) -> set[int]:
+                questions: CopyBuffer, items: CopyStream, judge_only: bool = False) -> set[int]:
     """Validate every line, sending the new questions on; returns the lines of questions already stored.
 
     Raises the file's errors (bad lines, duplicates, draft collisions) once the whole file
@@ -213,9 +214,9 @@ def _parse_file(*, project: Project, data: ImportSource, source: str, draft: Rub
     first_line: dict[str, int] = {}
     stored_lines: set[int] = set()
     rows_seen = 0
-    for line, row in jsonl_objects(data, errors):
+    for line, row, storable in jsonl_rows(data, errors):
         rows_seen += 1
-        question = _parse_row(RowReader(errors, line), row, dimensions)
+        question = _parse_row(RowReader(errors, line, storable=storable), row, dimensions)
         if question is None:
             continue
         external_id = question.external_id
@@ -242,11 +243,10 @@ def _parse_file(*, project: Project, data: ImportSource, source: str, draft: Rub
     return stored_lines
 
 
-def _send(q: ParsedQuestion, *, project: Project, draft: RubricVersion, now: datetime, questions: CopyStream,
-          items: CopyBuffer, judge_only: bool = False) -> None:
+def _send(q: ParsedQuestion, *, project: Project, draft: RubricVersion, now: datetime, questions: CopyBuffer,
+          items: CopyStream, judge_only: bool = False) -> None:
     questions.write_row((project.pk, q.external_id, q.dialogue, q.final_user_turn, q.difficulty, q.primary_scene,
-                         q.secondary_scene, q.source_format, question_search_text(q.dialogue, q.final_user_turn),
-                         judge_only, now))
+                         q.secondary_scene, q.source_format, judge_only, now))
     # Rubric items are most of the rows (ten a question): their lines are written directly, since
     # the generic per-value encoding was a third of the client's time.
     ref = copy_text(q.external_id)

@@ -24,6 +24,7 @@ from .project import (
     ProjectSettingChange,
     ProjectState,
     Question,
+    QuestionSearch,
     Response,
 )
 from .quality import (
@@ -102,6 +103,7 @@ __all__ = [
     "ProjectSettingChange",
     "ProjectState",
     "Question",
+    "QuestionSearch",
     "Response",
     "ReviewFlag",
     "SentReminder",

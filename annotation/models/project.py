@@ -1,4 +1,5 @@
 """Projects and the material experts judge: questions (dialogues) and model responses."""
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -301,11 +302,14 @@ def question_search_text(dialogue: object, final_user_turn: str) -> str:
 
 class QuestionQuerySet(models.QuerySet):
     def bulk_create(self, objs, *args, **kwargs):  # type: ignore[no-untyped-def, override]
-        """Fill each question's search text, as `save` does (imports and clones create in bulk)."""
-        objs = list(objs)
-        for obj in objs:
-            obj.search_text = question_search_text(obj.dialogue, obj.final_user_turn)
-        return super().bulk_create(objs, *args, **kwargs)
+        """Write each question's search row too, as `save` does (clones and the demo create in bulk;
+        an import writes none and leaves them to its follow-up task)."""
+        with transaction.atomic(using=self.db, savepoint=False):
+            created = super().bulk_create(objs, *args, **kwargs)
+            QuestionSearch.objects.using(self.db).bulk_create(
+                [QuestionSearch(question_id=q.pk, text=question_search_text(q.dialogue, q.final_user_turn))
+                 for q in created if q.pk is not None], batch_size=2000)
+        return created
 
     def update(self, **kwargs):  # type: ignore[no-untyped-def]
         """An UPDATE of the dialogue or the final turn rewrites the changed rows' search text too."""
@@ -314,11 +318,18 @@ class QuestionQuerySet(models.QuerySet):
         with transaction.atomic(using=self.db):
             pks = list(self.values_list("pk", flat=True))
             count = super().update(**kwargs)
-            changed = list(self.model.objects.filter(pk__in=pks).only("pk", "dialogue", "final_user_turn"))
-            for question in changed:
-                question.search_text = question_search_text(question.dialogue, question.final_user_turn)
-            self.model.objects.bulk_update(changed, ["search_text"], batch_size=2000)
+            changed = self.model.objects.using(self.db).filter(pk__in=pks).only("pk", "dialogue", "final_user_turn")
+            question_search_write(changed, using=self.db)
         return count
+
+
+def question_search_write(questions: "Iterable[Question]", *, using: str = "default") -> int:
+    """Write (or rewrite) the search rows of `questions`; returns how many were written."""
+    rows = [QuestionSearch(question_id=q.pk, text=question_search_text(q.dialogue, q.final_user_turn))
+            for q in questions]
+    QuestionSearch.objects.using(using).bulk_create(rows, batch_size=2000, update_conflicts=True,
+                                                    unique_fields=["question"], update_fields=["text"])
+    return len(rows)
 
 
 class Question(models.Model):
@@ -338,7 +349,6 @@ class Question(models.Model):
     source_format = models.CharField(max_length=12, choices=SourceFormat.choices, default=SourceFormat.HEARTBENCH)
     # Derived from the dialogue and the final turn on every save and bulk create (never edited):
     # the board searches it instead of casting every dialogue's JSON to text.
-    search_text = models.TextField(default="", editable=False)
     # Outside the project's active blind-test sample: the judge labels it, experts are never offered
     # its tasks (annotation.blind_test). Kept on the question so that tasks created later inherit it.
     # db_default: the questions import writes rows with COPY, naming only the columns it fills.
@@ -360,15 +370,33 @@ class Question(models.Model):
         return f"{self.external_id} (project {self.project_id})"
 
     def save(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        self.search_text = question_search_text(self.dialogue, self.final_user_turn)
+        """Saved with its search row, unless the save changes neither the dialogue nor the final turn."""
         update_fields = kwargs.get("update_fields")
-        if update_fields is not None and {"dialogue", "final_user_turn"} & set(update_fields):
-            kwargs["update_fields"] = {*update_fields, "search_text"}
-        super().save(*args, **kwargs)
+        using = kwargs.get("using") or self._state.db or "default"
+        with transaction.atomic(using=using, savepoint=False):
+            super().save(*args, **kwargs)
+            if update_fields is None or {"dialogue", "final_user_turn"} & set(update_fields):
+                question_search_write([self], using=using)
 
     def full_dialogue(self) -> list[dict]:
         """The dialogue as imported: earlier turns plus the final user turn."""
         return [*self.dialogue, {"role": "A", "content": self.final_user_turn}]
+
+
+class QuestionSearch(models.Model):
+    """What the board's search reads of one question (`question_search_text`), in its own table.
+
+    Kept apart from the question so that an import does not pay for the trigram index: an
+    import writes no search rows, and its follow-up task (`annotation.question_search_index`)
+    writes them after commit. Until then the board says how many questions its search does not
+    cover yet. Everything else that creates or changes a question writes its row at once.
+    """
+
+    question = models.OneToOneField(Question, on_delete=models.CASCADE, primary_key=True, related_name="search")
+    text = models.TextField()
+
+    def __str__(self) -> str:
+        return f"search text of question {self.question_id}"
 
 
 class Response(models.Model):

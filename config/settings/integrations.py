@@ -30,6 +30,8 @@ CELERY_BEAT_SCHEDULE = {
     # Payments: post earnings a lost task left out, then close periods whose end has passed.
     "payments-sweep-earnings": {"task": "payments.earnings_sweep", "schedule": 300.0},
     "payments-settle-due-periods": {"task": "payments.periods_settle_due", "schedule": 600.0},
+    # Imports: search rows a lost follow-up task left unwritten (a quick check when there are none).
+    "question-search-index": {"task": "annotation.question_search_index", "schedule": 600.0},
     # Exports: delete expired files, mark failed what stopped without saying so.
     "exports-sweep": {"task": "annotation.exports_sweep", "schedule": 900.0},
     # Webhook messages whose delivery chain a dead worker or a lost task broke.

@@ -105,3 +105,32 @@ def test_a_new_or_edited_question_is_found_at_once(client, searched):
 
     assert _ids(client.get(url, {"q": "失眠"}).content.decode()) == [tasks[6].pk, tasks[7].pk]
     assert _ids(client.get(url, {"q": "晚安"}).content.decode()) == [tasks[6].pk, tasks[7].pk]
+
+
+def test_an_import_the_search_does_not_cover_yet_is_named_until_its_follow_up_has_run(
+        client, django_capture_on_commit_callbacks):
+    from annotation.exchange.questions import questions_import
+    from annotation.exchange.responses import responses_import
+    from annotation.services import project_create
+    from tests.annotation.test_import_questions import NOW, heartbench_row, jsonl
+
+    pm = PMFactory()
+    project = project_create(name="imported", created_by=pm)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        questions_import(project=project, data=jsonl(heartbench_row("q1"), heartbench_row("q2")), now=NOW)
+    responses_import(project=project, now=NOW, model="m", data=jsonl(
+        {"question_id": "q1", "response": "嗯"}, {"question_id": "q2", "response": "好"}))
+    client.force_login(pm)
+    url = reverse("board", args=[project.pk])
+
+    before = client.get(url, {"q": "睡不着"}, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    unfiltered = client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "The search does not cover 2 questions yet" in before and _ids(before) == []
+    assert "The search does not cover" not in unfiltered and len(_ids(unfiltered)) == 2
+    zh = client.get(url, {"q": "睡不着"}, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "搜索暂未覆盖 2 道题目" in zh
+
+    for callback in callbacks:
+        callback()  # the import's follow-up task
+    after = client.get(url, {"q": "睡不着"}, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "The search does not cover" not in after and len(_ids(after)) == 2

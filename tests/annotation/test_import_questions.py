@@ -10,7 +10,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
 from annotation.exchange.questions import questions_import
-from annotation.models import Question, Task
+from annotation.exchange.tasks import question_search_index_task, question_search_merge_task
+from annotation.models import Question, QuestionSearch, Task
 from annotation.services import project_create
 from core.errors import DomainError
 from rubrics.models import RubricItem, RubricVersion
@@ -530,12 +531,21 @@ def test_the_schema_documents_the_import_and_export_endpoints(api):
         "content"]
 
 
-def test_imported_questions_carry_the_search_text_the_board_reads(project):
-    questions_import(project=project, data=jsonl(heartbench_row("q1"), heartbench_row(
-        "q2", dialogue=[{"role": "A", "content": "Hello there"}, {"role": "B", "content": "嗯"},
-                        {"role": "A", "content": "I feel lost"}])), now=NOW)
+def search_texts(project) -> dict[str, str]:
+    return dict(QuestionSearch.objects.filter(question__project=project).values_list("question__external_id", "text"))
 
-    texts = dict(Question.objects.filter(project=project).values_list("external_id", "search_text"))
+
+def test_an_imports_follow_up_writes_the_search_text_the_board_reads(project, django_capture_on_commit_callbacks):
+    rows = jsonl(heartbench_row("q1"), heartbench_row(
+        "q2", dialogue=[{"role": "A", "content": "Hello there"}, {"role": "B", "content": "嗯"},
+                        {"role": "A", "content": "I feel lost"}]))
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        questions_import(project=project, data=rows, now=NOW)
+
+    assert search_texts(project) == {}  # the import itself writes none: its follow-up does
+    for callback in callbacks:
+        callback()
+    texts = search_texts(project)
     assert texts["q1"] == "最近总是睡不着。\n能多说说是什么让你睡不着吗？\n工作压力很大，一闭眼就想到明天的汇报。"
     assert texts["q2"] == "HELLO THERE\n嗯\nI FEEL LOST"
 
@@ -548,27 +558,34 @@ def test_the_search_text_follows_every_way_a_dialogue_changes(project):
     question = questions.get(external_id="q2")
     question.final_user_turn = "Changed at last"
     question.save(update_fields=["final_user_turn"])
+    created = Question.objects.create(project=project, external_id="q3", dialogue=[], final_user_turn="Made by hand")
+    created.save(update_fields=["difficulty"])  # a save that touches no text writes no search row
+    Question.objects.bulk_create([Question(project=project, external_id="q4", dialogue=[{"role": "B", "content": "x"}],
+                                           final_user_turn="In bulk")])
 
-    texts = dict(questions.values_list("external_id", "search_text"))
+    texts = search_texts(project)
     assert texts["q1"] == "UPDATED IN BULK\n工作压力很大，一闭眼就想到明天的汇报。"
     assert texts["q2"].startswith("最近总是睡不着。\n") and texts["q2"].endswith("\nCHANGED AT LAST")
+    assert texts["q3"] == "MADE BY HAND" and texts["q4"] == "X\nIN BULK"
+    # The import's follow-up leaves the rows an edit wrote as they are.
+    question_search_index_task()
+    assert search_texts(project)["q2"].endswith("\nCHANGED AT LAST")
 
 
-@pytest.mark.postgres
-def test_an_import_leaves_the_search_index_entries_pending_and_its_follow_up_merges_them_once(
+def test_an_import_sends_its_search_rows_to_one_follow_up_that_writes_them_once(
         project, django_capture_on_commit_callbacks, monkeypatch):
-    from django.db import connection
-
-    from annotation.exchange.tasks import question_search_merge_task
-
-    if connection.vendor != "postgresql":
-        pytest.skip("the trigram index exists on PostgreSQL only")
-    question_search_merge_task()  # whatever earlier tests left pending
+    question_search_index_task()  # whatever earlier tests left unwritten
+    monkeypatch.setattr("annotation.exchange.tasks.SEARCH_BATCH", 100)
     sent = []
     monkeypatch.setattr("annotation.exchange.questions.task_send_on_commit", lambda name, **kw: sent.append(name))
     with django_capture_on_commit_callbacks(execute=True):
-        questions_import(project=project, data=QUESTION_ALL.read_bytes(), now=NOW)
+        result = questions_import(project=project, data=QUESTION_ALL.read_bytes(), now=NOW)
 
-    assert sent == ["annotation.question_search_merge"]
-    assert question_search_merge_task() > 0  # the import's entries were waiting in the pending list
+    assert sent == ["annotation.question_search_index"]
+    assert not QuestionSearch.objects.filter(question__project=project).exists()
+    assert result.created == 296  # three batches and part of a fourth
+    assert question_search_index_task() == result.created
+    assert question_search_index_task() == 0
+    assert QuestionSearch.objects.filter(question__project=project).count() == result.created
+    # The name an import queued before migration 0042 does the same work.
     assert question_search_merge_task() == 0

@@ -42,7 +42,7 @@ def post_questions(api, pm, project, content: bytes, name: str = "questions.json
 
 def snapshot(project) -> tuple[list, list]:
     questions = list(Question.objects.filter(project=project).order_by("external_id").values_list(
-        "external_id", "dialogue", "final_user_turn", "difficulty", "primary_scene", "search_text"))
+        "external_id", "dialogue", "final_user_turn", "difficulty", "primary_scene"))
     items = list(RubricItem.objects.filter(version__rubric=project.rubric).order_by("item_key").values_list(
         "item_key", "dimension_id", "score", "content", "tags"))
     return questions, items

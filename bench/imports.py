@@ -6,11 +6,11 @@ PostgreSQL database, and serves the platform with gunicorn and `platform/gunicor
 (default settings: the 500 MB cap, Django's 2 MB in-memory upload limit; one gthread worker,
 so its peak RSS is the import's). For each size a fresh server and project take
 `POST /api/v1/projects/{id}/questions/import/` then `.../responses/import/` with the PM's token,
-the file streamed from disk. Follow-up work (the search index merge) is queued on Redis db 5 as
-in production, where a Celery worker runs it; the bench measures the request path.
+the file streamed from disk. Follow-up work (writing the board's search rows) is queued on Redis db 5
+as in production, where a Celery worker runs it; the bench measures the request path.
 Prints one JSON line: per size the best of `--repeat` runs (seconds per request and together,
-rows per second, file sizes, the worker's peak RSS (VmHWM), the worker-side search merge) and
-every run's total. After each run the bench merges the search index as the worker would.
+rows per second, file sizes, the worker's peak RSS (VmHWM), the worker-side search indexing) and
+every run's total. After each run the bench writes the search rows as the worker would.
 Usage: .venv/bin/python bench/imports.py [--sizes 10000,100000] [--repeat 3,2] [--port 8702]
 """
 import argparse
@@ -117,7 +117,7 @@ def measure(*, n: int, directory: Path, port: int, token: str, pm_id: int) -> di
         server.terminate()
         server.wait(timeout=30)
     assert q_body["questions_created"] == n and r_body["responses_created"] == n, (q_body, r_body)
-    # What the Celery worker does after the import commits: merge the search index's pending list.
+    # What the Celery worker does after the import commits: write the board's search rows.
     from annotation.exchange.tasks import question_search_index_task
 
     started = time.perf_counter()
@@ -130,7 +130,8 @@ def measure(*, n: int, directory: Path, port: int, token: str, pm_id: int) -> di
         "questions_s": round(q_s, 2), "responses_s": round(r_s, 2), "total_s": round(q_s + r_s, 2),
         "questions_per_s": round(n / q_s), "rows_per_s": round(2 * n / (q_s + r_s)),
         "worker_rss_idle_mb": idle, "worker_peak_rss_after_questions_mb": after_questions,
-        "worker_peak_rss_mb": peak, "search_index_in_worker_s": round(merge_s, 2), "search_rows_written_by_worker": indexed,
+        "worker_peak_rss_mb": peak, "search_index_in_worker_s": round(merge_s, 2),
+        "search_rows_written_by_worker": indexed,
     }
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from django.db import transaction
 
 from annotation.audit.services import audit_record
-from annotation.exchange.bulk import CopyBuffer
+from annotation.exchange.bulk import CopyBuffer, CopyStream
 from annotation.exchange.jsonl import (
     ImportResult,
     ImportSource,
@@ -25,7 +25,7 @@ from annotation.exchange.jsonl import (
     RowReader,
     describe,
     import_size_check,
-    jsonl_objects,
+    jsonl_rows,
     source_size,
 )
 from annotation.lock_objects import project_imports_lock
@@ -54,8 +54,9 @@ def responses_import(*, project: Project, data: ImportSource, model: str | None,
     pair repeated in the file or stored with a different text) and then writes nothing.
     New responses are created at `now`.
 
-    One pass over the file under the project's imports lock: new rows are encoded into a
-    COPY buffer that spills to disk, stored pairs are compared in batches, and only the
+    One pass over the file under the project's imports lock: new rows stream to COPY while
+    the rest is parsed when the project has no responses yet, and otherwise are encoded into a
+    COPY buffer that spills to disk while stored pairs are compared in batches; only the
     (question, model) pairs and their line numbers are kept in memory.
     """
     # Refused before reading the file (a closed project is read-only); checked again under the lock.
@@ -67,19 +68,29 @@ def responses_import(*, project: Project, data: ImportSource, model: str | None,
         with transaction.atomic():
             project_imports_lock(project=project)
             project_check_writable(project)
-            skipped, question_pks = _parse_file(project=project, data=data, default_model=default_model,
-                                                source=source, now=now, new=new)
-            new.insert()
+            stored_pairs = set(Response.objects.filter(project=project).values_list("question_id", "model_name"))
+            if stored_pairs:
+                # Stored pairs are compared while the file is read, so the new rows wait for one COPY after.
+                skipped, question_pks = _parse_file(project=project, data=data, default_model=default_model,
+                                                    source=source, now=now, new=new, stored_pairs=stored_pairs)
+                created = new.insert()
+            else:
+                # Nothing to compare (the usual first import of a model's responses): the rows stream
+                # to COPY as they are read, and the server's insert overlaps the parsing.
+                with CopyStream(model=Response, fields=RESPONSE_FIELDS) as streamed:
+                    skipped, question_pks = _parse_file(project=project, data=data, default_model=default_model,
+                                                        source=source, now=now, new=streamed, stored_pairs=set())
+                created = streamed.count
             current = rubric_version_current(project)
-            tasks = tasks_ensure_for_version(project=project, version=current) if new.count and current else 0
-            if new.count:
+            tasks = tasks_ensure_for_version(project=project, version=current) if created and current else 0
+            if created:
                 audit_record(actor=by, action=AuditAction.RESPONSES_IMPORT, project_id=project.pk, now=now,
                              object_type="annotation.question", object_ids=sorted(question_pks),
-                             details={"source": source, "responses": new.count, "skipped": skipped,
+                             details={"source": source, "responses": created, "skipped": skipped,
                                       "tasks": tasks})
     finally:
         new.close()
-    return ImportResult(created=new.count, skipped=skipped, tasks_created=tasks,
+    return ImportResult(created=created, skipped=skipped, tasks_created=tasks,
                         version=current.number if current else None)
 
 
@@ -94,21 +105,21 @@ def _default_model(model: str | None) -> str | None:
 
 
 def _parse_file(*, project: Project, data: ImportSource, default_model: str | None, source: str, now: datetime,
-                new: CopyBuffer) -> tuple[int, set[int]]:
-    """Validate every line, buffering the new responses; returns (rows stored as is, the new rows' question pks).
+                new: CopyBuffer | CopyStream, stored_pairs: set[tuple[int, str]]) -> tuple[int, set[int]]:
+    """Validate every line, sending the new responses on; returns (rows stored as is, the new rows' question pks).
 
-    Raises the file's errors once the whole file has been read.
+    Raises the file's errors once the whole file has been read. With `stored_pairs` empty it
+    runs no query after its first (`new` may be a COPY in progress).
     """
     errors = LineErrors()
     question_pks = dict(Question.objects.filter(project=project).values_list("external_id", "pk"))
-    stored_pairs = set(Response.objects.filter(project=project).values_list("question_id", "model_name"))
     first_line: dict[tuple[str, str], int] = {}
     touched: set[int] = set()
     pending: list[tuple[int, int, Any, Any, Any]] = []
     rows_seen = skipped = 0
-    for line, row in jsonl_objects(data, errors):
+    for line, row, storable in jsonl_rows(data, errors):
         rows_seen += 1
-        reader = RowReader(errors, line)
+        reader = RowReader(errors, line, storable=storable)
         question_id = reader.text(row, "question_id", "question_id")
         model = reader.text(row, "model", "model", required=False, max_length=MODEL_NAME_MAX) or default_model
         if model is None and not reader.failed:

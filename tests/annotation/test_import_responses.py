@@ -289,3 +289,22 @@ def test_an_anonymous_caller_gets_401_and_writes_nothing(api, project):
 
     assert response.status_code == 401
     assert Response.objects.count() == 0
+
+
+def test_a_bad_last_line_after_rows_already_streamed_to_the_database_writes_nothing(project):
+    # A project with no responses yet streams its rows to COPY while the file is read; this file
+    # sends more than one chunk (about 300 KB) before its last line turns out bad.
+    ids = list(project.questions.values_list("external_id", flat=True))
+    rows = [{"question_id": qid, "model": f"model-{m}", "response": "我理解你的感受。" * 3} for m in range(16)
+            for qid in ids]
+    assert len(jsonl(*rows)) > 300 * 1024
+    before = counts()
+
+    with pytest.raises(DomainError) as caught:
+        responses_import(project=project, data=jsonl(*rows, good("no-such-question")), model=None, now=NOW)
+
+    assert caught.value.errors[0]["line"] == len(rows) + 1
+    assert counts() == before
+    # The same file without its bad line imports whole.
+    result = responses_import(project=project, data=jsonl(*rows), model=None, now=NOW)
+    assert result.created == result.tasks_created == len(rows) == counts()[0] - before[0]

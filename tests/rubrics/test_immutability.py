@@ -62,7 +62,8 @@ def test_taxonomy_has_fifteen_abilities_under_five_categories_and_one_gate():
 
 
 def test_a_bulk_insert_with_one_item_of_a_published_version_is_refused_whole(published_item):
-    draft = RubricVersionFactory(rubric=published_item.version.rubric, number=2)
+    # The next number of that rubric: the factory's sequence may have given the published one any number.
+    draft = RubricVersionFactory(rubric=published_item.version.rubric, number=published_item.version.number + 1)
     rows = [RubricItem(version=draft, question_ref=f"q{i}", position=1, item_key=f"q{i}:1",
                        dimension=published_item.dimension, score=1, content="x") for i in range(50)]
     rows.insert(25, RubricItem(version=published_item.version, question_ref="q9", position=1, item_key="q9:1",

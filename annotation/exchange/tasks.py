@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from annotation.exchange.export_jobs import export_job_build, exports_sweep
 from annotation.models import Question, QuestionSearch
-from annotation.models.project import question_search_text
+from annotation.models.project import question_search_rows
 
 __all__ = ["export_build_task", "exports_sweep_task", "question_search_index_task", "question_search_merge_task"]
 
@@ -46,9 +46,7 @@ def question_search_index_task() -> int:
                      .only("pk", "dialogue", "final_user_turn")[:SEARCH_BATCH])
         if not batch:
             break
-        QuestionSearch.objects.bulk_create(
-            [QuestionSearch(question_id=q.pk, text=question_search_text(q.dialogue, q.final_user_turn))
-             for q in batch], ignore_conflicts=True)
+        QuestionSearch.objects.bulk_create(question_search_rows(batch), ignore_conflicts=True)
         written += len(batch)
         after = batch[-1].pk
     if connection.vendor == "postgresql":

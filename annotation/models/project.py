@@ -307,8 +307,7 @@ class QuestionQuerySet(models.QuerySet):
         with transaction.atomic(using=self.db, savepoint=False):
             created = super().bulk_create(objs, *args, **kwargs)
             QuestionSearch.objects.using(self.db).bulk_create(
-                [QuestionSearch(question_id=q.pk, text=question_search_text(q.dialogue, q.final_user_turn))
-                 for q in created if q.pk is not None], batch_size=2000)
+                question_search_rows(q for q in created if q.pk is not None), batch_size=2000)
         return created
 
     def update(self, **kwargs):  # type: ignore[no-untyped-def]
@@ -323,10 +322,15 @@ class QuestionQuerySet(models.QuerySet):
         return count
 
 
+def question_search_rows(questions: "Iterable[Question]") -> list["QuestionSearch"]:
+    """The search rows of `questions`, unsaved (every writer of search rows builds them here)."""
+    return [QuestionSearch(question_id=q.pk, text=question_search_text(q.dialogue, q.final_user_turn))
+            for q in questions]
+
+
 def question_search_write(questions: "Iterable[Question]", *, using: str = "default") -> int:
     """Write (or rewrite) the search rows of `questions`; returns how many were written."""
-    rows = [QuestionSearch(question_id=q.pk, text=question_search_text(q.dialogue, q.final_user_turn))
-            for q in questions]
+    rows = question_search_rows(questions)
     QuestionSearch.objects.using(using).bulk_create(rows, batch_size=2000, update_conflicts=True,
                                                     unique_fields=["question"], update_fields=["text"])
     return len(rows)

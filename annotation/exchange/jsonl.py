@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, cast
 
+import orjson
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.utils.translation import gettext
@@ -216,7 +217,31 @@ def jsonl_objects(source: ImportSource, errors: LineErrors) -> Iterator[tuple[in
 
 # The only ways a JSON text decoded from UTF-8 can hold what a text column refuses: the escapes
 # of NUL and of a UTF-16 surrogate (a raw control character inside a string is not valid JSON).
-_UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+_UNSTORABLE_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
+# orjson reads an integer past 64 bits as a float; the standard library keeps it exact. A line with a
+# run of 19 digits goes to the standard path: found by mapping every digit to "0" and everything else
+# to a space, then a substring search (both in C; a regular expression without a literal to look for
+# first was a fifth of the parse).
+_DIGIT_MAP = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_LONG_DIGITS = b"0" * 19
+
+
+def _object_fast(raw: bytes) -> dict[str, Any] | None:
+    """The line's object through orjson (a third of the standard decoder's time), or None to take the slow path.
+
+    orjson is strict JSON on strict UTF-8, a subset of what the standard path accepts (which also
+    takes NaN, lone surrogate escapes, nesting past 1,024 and Unicode-blank lines), and where both
+    accept a line they give the same object, except for integers of 19 digits or more, which go to
+    the standard path. So a line orjson refuses, or that is not an object, takes the standard path:
+    the row, or the error a PM reads, is the same as before.
+    """
+    if _LONG_DIGITS in raw.translate(_DIGIT_MAP):
+        return None
+    try:
+        row = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return row if type(row) is dict else None
 
 
 def jsonl_rows(source: ImportSource, errors: LineErrors) -> Iterator[tuple[int, dict[str, Any], bool]]:
@@ -226,6 +251,10 @@ def jsonl_rows(source: ImportSource, errors: LineErrors) -> Iterator[tuple[int, 
     a 10,000-question import's validation); a line that has one is checked string by string.
     """
     for number, raw in jsonl_lines(source, errors):
+        fast = _object_fast(raw)
+        if fast is not None:
+            yield number, fast, _UNSTORABLE_ESCAPE.search(raw) is None
+            continue
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -249,7 +278,7 @@ def jsonl_rows(source: ImportSource, errors: LineErrors) -> Iterator[tuple[int, 
             errors.add(number, None, f"expected a JSON object, got {describe(row)}", code=ErrorCode.LINE_NOT_OBJECT,
                        params={"got": describe(row)})
             continue
-        yield number, row, _UNSTORABLE_ESCAPE.search(text) is None
+        yield number, row, _UNSTORABLE_ESCAPE.search(raw) is None
 
 
 def _unstorable(value: str) -> str | None:

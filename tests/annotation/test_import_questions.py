@@ -210,6 +210,11 @@ BAD_FILES = [
      "primary_scene", "contains an unpaired surrogate escape"),
     ("score out of range", GOOD + jsonl(with_item(heartbench_row("q2"), 0, score=2**40)),
      "rubric[0].score", "expected an integer between -2147483647 and 2147483647, got 1099511627776"),
+    # orjson reads these as floats or refuses them: the standard decoder's reading is what the PM sees.
+    ("score past 64 bits", GOOD + jsonl(with_item(heartbench_row("q2"), 0, score=2**70)),
+     "rubric[0].score", "expected an integer between -2147483647 and 2147483647, got 1180591620717411303424"),
+    ("score not a number", GOOD + jsonl(with_item(heartbench_row("q2"), 0, score=float("nan"))),
+     "rubric[0].score", "expected an integer or null, got NaN"),
     ("integer too long for Python", GOOD + b'{"question_id": 1' + b"1" * 5000 + b"}\n", None,
      "not valid JSON (ValueError: Exceeds the limit"),
     ("nested too deeply", GOOD + b"[" * 100_000 + b"\n", None, "not valid JSON (RecursionError"),

@@ -36,6 +36,14 @@ Apart from that chain, each on its own and never inside it:
   here, then finds it done). Nothing else locks it.
 
 Money has its own list in `payments.lock_objects`; ledger posting holds no lock of this app.
+
+Every lock here is FOR NO KEY UPDATE, not FOR UPDATE: the two exclude each other and every
+other row lock alike, so the order above serializes exactly as before, but FOR NO KEY UPDATE
+lets through the FOR KEY SHARE lock a foreign-key check takes. No locker here deletes its row
+or changes its key, so nothing relied on holding those checks back. With FOR UPDATE, a commit
+that wrote a row naming a locked task (an assignment, a consensus record) waited, at its deferred
+foreign-key check, for whichever transaction held the task: another request, or a follow-up task
+in the worker.
 """
 from django.db.models import QuerySet
 
@@ -57,19 +65,19 @@ from rubrics.models import Rubric, RubricVersion
 
 def project_imports_lock(*, project: Project) -> None:
     """Hold the project's rubric row until the surrounding transaction ends."""
-    list(Rubric.objects.select_for_update().filter(pk=project.rubric_id).values_list("pk", flat=True))
+    list(Rubric.objects.select_for_update(no_key=True).filter(pk=project.rubric_id).values_list("pk", flat=True))
 
 
 def rubric_version_lock(version_id: int) -> RubricVersion:
-    return RubricVersion.objects.select_for_update().get(pk=version_id)
+    return RubricVersion.objects.select_for_update(no_key=True).get(pk=version_id)
 
 
 def project_lock(project_id: int) -> Project:
-    return Project.objects.select_for_update(of=("self",)).get(pk=project_id)
+    return Project.objects.select_for_update(no_key=True, of=("self",)).get(pk=project_id)
 
 
 def _task_lock_query(*, task_id: int) -> QuerySet[Task]:
-    return Task.objects.select_for_update(of=("self",)).filter(pk=task_id)
+    return Task.objects.select_for_update(no_key=True, of=("self",)).filter(pk=task_id)
 
 
 _TASK_LOCK = Prepared(_task_lock_query)  # on every submission: compiled once per process
@@ -84,15 +92,15 @@ def task_lock(task_id: int) -> Task:
 
 def task_lock_or_skip(task_id: int) -> Task | None:
     """The locked task, or None when another transaction holds it (SKIP LOCKED)."""
-    return Task.objects.select_for_update(skip_locked=True, of=("self",)).filter(pk=task_id).first()
+    return Task.objects.select_for_update(no_key=True, skip_locked=True, of=("self",)).filter(pk=task_id).first()
 
 
 def assignment_lock(assignment_id: int) -> Assignment:
-    return Assignment.objects.select_for_update(of=("self",)).get(pk=assignment_id)
+    return Assignment.objects.select_for_update(no_key=True, of=("self",)).get(pk=assignment_id)
 
 
 def _expert_profile_lock_query(*, user_id: int) -> QuerySet[ExpertProfile]:
-    return ExpertProfile.objects.select_for_update(of=("self",)).select_related("user").filter(user_id=user_id)
+    return ExpertProfile.objects.select_for_update(no_key=True, of=("self",)).select_related("user").filter(user_id=user_id)
 
 
 _EXPERT_PROFILE_LOCK = Prepared(_expert_profile_lock_query)  # on every claim: compiled once per process
@@ -103,32 +111,32 @@ def expert_profile_lock(user_id: int) -> ExpertProfile | None:
 
 
 def consultation_lock(consultation_id: int) -> Consultation:
-    return Consultation.objects.select_for_update(of=("self",)).get(pk=consultation_id)
+    return Consultation.objects.select_for_update(no_key=True, of=("self",)).get(pk=consultation_id)
 
 
 def calibration_attempt_lock(attempt_id: int) -> CalibrationAttempt:
-    return CalibrationAttempt.objects.select_for_update().get(pk=attempt_id)
+    return CalibrationAttempt.objects.select_for_update(no_key=True).get(pk=attempt_id)
 
 
 def judge_run_lock(run_id: int) -> JudgeRun | None:
-    return JudgeRun.objects.select_for_update().filter(pk=run_id).first()
+    return JudgeRun.objects.select_for_update(no_key=True).filter(pk=run_id).first()
 
 
 def judge_result_lock(result_id: int) -> JudgeTaskResult | None:
-    return (JudgeTaskResult.objects.select_for_update(of=("self",))
+    return (JudgeTaskResult.objects.select_for_update(no_key=True, of=("self",))
             .select_related("run", "task__response__question").filter(pk=result_id).first())
 
 
 def invitation_lock(invitation_id: int) -> Invitation:
-    return Invitation.objects.select_for_update(of=("self",)).select_related("project").get(pk=invitation_id)
+    return Invitation.objects.select_for_update(no_key=True, of=("self",)).select_related("project").get(pk=invitation_id)
 
 
 def tasks_lock(task_ids: list[int]) -> list[int]:
     """Lock many tasks of one project in ascending pk (a settings change that gives them slots)."""
-    return list(Task.objects.select_for_update(of=("self",)).filter(pk__in=task_ids).order_by("pk")
+    return list(Task.objects.select_for_update(no_key=True, of=("self",)).filter(pk__in=task_ids).order_by("pk")
                 .values_list("pk", flat=True))
 
 
 def batch_job_lock(job_id: int) -> BatchJob | None:
-    return (BatchJob.objects.select_for_update(of=("self",)).select_related("project", "created_by")
+    return (BatchJob.objects.select_for_update(no_key=True, of=("self",)).select_related("project", "created_by")
             .filter(pk=job_id).first())

@@ -94,7 +94,7 @@ class TierProgress:
 
 
 _ACTIVE_RULES = Prepared(lambda: TierRule.objects.filter(is_active=True).order_by("pk"))
-_PROFILE_LOCK = Prepared(lambda *, user_id: ExpertProfile.objects.select_for_update().filter(user_id=user_id))
+_PROFILE_LOCK = Prepared(lambda *, user_id: ExpertProfile.objects.select_for_update(no_key=True).filter(user_id=user_id))
 
 
 def _active_rules() -> dict[tuple[str, str], TierRule]:
@@ -194,7 +194,7 @@ def tier_set(*, profile: ExpertProfile, to_tier: str, reason: str, by: User | No
     if not reason:
         raise DomainError("A tier change needs a reason.", code=ErrorCode.REASON_REQUIRED,
                           errors=[{"field": "reason", "message": "required"}])
-    profile = ExpertProfile.objects.select_for_update().get(pk=profile.pk)
+    profile = ExpertProfile.objects.select_for_update(no_key=True).get(pk=profile.pk)
     if profile.tier == to_tier:
         return None
     return _record(profile=profile, to_tier=to_tier, reason=reason, now=now, by=by, rule=None)

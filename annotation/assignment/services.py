@@ -92,7 +92,7 @@ def _draw_candidate(*, tasks: QuerySet[Task], start: int) -> Task | None:
     """The first unlocked task past `start` on the ring, wrapping around; locked FOR UPDATE."""
     for part in (tasks.filter(shuffle_key__gte=start), tasks.filter(shuffle_key__lt=start)):
         found = list(part.select_related("response__question").order_by("shuffle_key")
-                     .select_for_update(skip_locked=True, of=("self",))[:1])
+                     .select_for_update(no_key=True, skip_locked=True, of=("self",))[:1])
         if found:
             return found[0]
     return None
@@ -163,7 +163,7 @@ def _draw_query(*, fill_order: str, difficulties: tuple[str, ...] | None, by_pri
     # claim may have filled the task since the subqueries' snapshot), as the walk's WHERE does.
     found = (Task.objects.filter(pk__in=RawSQL(picks, [*params, *points]), status=Task.Status.OPEN)
              .select_related("response__question").order_by("shuffle_key")
-             .select_for_update(skip_locked=True, of=("self",)))
+             .select_for_update(no_key=True, skip_locked=True, of=("self",)))
     if with_dimensions:
         found = found.annotate(dimension_ids=RawSQL(_DIMENSIONS_SQL.format(
             item=RubricItem._meta.db_table, dimension=Dimension._meta.db_table, **tables), ()))

@@ -100,7 +100,8 @@ def assignment_lock(assignment_id: int) -> Assignment:
 
 
 def _expert_profile_lock_query(*, user_id: int) -> QuerySet[ExpertProfile]:
-    return ExpertProfile.objects.select_for_update(no_key=True, of=("self",)).select_related("user").filter(user_id=user_id)
+    return (ExpertProfile.objects.select_for_update(no_key=True, of=("self",)).select_related("user")
+            .filter(user_id=user_id))
 
 
 _EXPERT_PROFILE_LOCK = Prepared(_expert_profile_lock_query)  # on every claim: compiled once per process
@@ -128,7 +129,8 @@ def judge_result_lock(result_id: int) -> JudgeTaskResult | None:
 
 
 def invitation_lock(invitation_id: int) -> Invitation:
-    return Invitation.objects.select_for_update(no_key=True, of=("self",)).select_related("project").get(pk=invitation_id)
+    return (Invitation.objects.select_for_update(no_key=True, of=("self",)).select_related("project")
+            .get(pk=invitation_id))
 
 
 def tasks_lock(task_ids: list[int]) -> list[int]:

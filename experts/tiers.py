@@ -94,7 +94,8 @@ class TierProgress:
 
 
 _ACTIVE_RULES = Prepared(lambda: TierRule.objects.filter(is_active=True).order_by("pk"))
-_PROFILE_LOCK = Prepared(lambda *, user_id: ExpertProfile.objects.select_for_update(no_key=True).filter(user_id=user_id))
+_PROFILE_LOCK = Prepared(lambda *, user_id: ExpertProfile.objects.select_for_update(no_key=True)
+                         .filter(user_id=user_id))
 
 
 def _active_rules() -> dict[tuple[str, str], TierRule]:

@@ -65,7 +65,8 @@ def test_a_skip_naming_a_locked_task_commits_while_the_task_stays_locked_to_othe
         with transaction.atomic():
             _lock_timeout(2000)
             TaskSkip.objects.create(assignment=lease, project_id=lease.task.project_id, task_id=lease.task_id,
-                                    expert=lease.expert, reason=TaskSkip.Reason.NOT_MY_FIELD, text="", created_at=timezone.now())
+                                    expert=lease.expert, reason=TaskSkip.Reason.NOT_MY_FIELD, text="",
+                                    created_at=timezone.now())
         with pytest.raises(OperationalError, match="lock timeout"), transaction.atomic():
             _lock_timeout(300)
             task_lock(lease.task_id)

@@ -11,6 +11,7 @@ so a new column needs no change here. Field defaults are on the instance from it
 constructor. `insert_rows` writes many rows in one statement where the ORM's `bulk_create`
 would spend more CPU preparing them than the database spends storing them.
 """
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import connection
@@ -39,8 +40,12 @@ def insert_parts(obj: Model, *, computed: dict[str, str] | None = None) -> tuple
     return columns, values, params
 
 
-def insert_rows(objs: list[Model]) -> None:
-    """Insert the rows of `objs` (one model) in one statement; their primary keys are not read back."""
+def insert_rows(objs: Sequence[Model], *, ignore_conflicts: bool = False) -> None:
+    """Insert the rows of `objs` (one model) in one statement; their primary keys are not read back.
+
+    `ignore_conflicts`: a row that breaks a unique constraint is left out (ON CONFLICT DO NOTHING,
+    on PostgreSQL and SQLite alike), as `bulk_create(ignore_conflicts=True)` does.
+    """
     if not objs:
         return
     rows, params = [], []
@@ -50,7 +55,8 @@ def insert_rows(objs: list[Model]) -> None:
         params += row_params
     table = connection.ops.quote_name(objs[0]._meta.db_table)
     with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join(rows)}", params)
+        conflict = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
+        cursor.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join(rows)}{conflict}", params)
 
 
 def insert_unless_conflict(obj: Model, *, conflict: str) -> int | None:

@@ -9,10 +9,11 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from annotation.models import Assignment, Label, ReviewFlag, SubmissionReturn
 from core.prepared import Prepared
+from core.sql_insert import insert_rows
 
 logger = logging.getLogger(__name__)
 # A note shorter than this ("ok", "n/a") is repeated by honest experts too.
@@ -42,17 +43,13 @@ def _identical_run(assignment: Assignment, values: list[int]) -> dict | None:
     value = _single_value(values)
     if length < 2 or value is None:
         return None
-    recent = list(Assignment.objects.filter(expert_id=assignment.expert_id, task__project_id=assignment.task.project_id,
-                                            kind=Assignment.Kind.WORK, status=Assignment.Status.SUBMITTED,
-                                            submitted_at__lte=assignment.submitted_at)
-                  .order_by("-submitted_at", "-pk").values_list("pk", flat=True)[:length])
-    if len(recent) < length:
-        return None
-    by_assignment: dict[int, set[int]] = {pk: set() for pk in recent}
-    for assignment_id, label_value in Label.objects.filter(assignment_id__in=recent).values_list("assignment_id",
-                                                                                                 "value"):
-        by_assignment[assignment_id].add(label_value)
-    if any(found != {value} for found in by_assignment.values()):
+    by_assignment: dict[int, set[int]] = {}
+    for assignment_id, label_value in _RECENT_LABELS.tuples(
+            shape={"length": length}, expert_id=assignment.expert_id, project_id=assignment.task.project_id,
+            submitted_at=assignment.submitted_at):
+        by_assignment.setdefault(assignment_id, set()).add(label_value)
+    # Fewer than N submissions, or one of them without labels (no rubric items): no run.
+    if len(by_assignment) < length or any(found != {value} for found in by_assignment.values()):
         return None
     return {"value": value, "run": length}
 
@@ -84,6 +81,18 @@ def _assignment_query(*, assignment_id: int) -> QuerySet[Assignment]:
 _ASSIGNMENT = Prepared(_assignment_query)
 _LABELS: Prepared[Any] = Prepared(lambda *, assignment_id: Label.objects.filter(assignment_id=assignment_id)
                    .order_by("pk").values_list("value", "note"))
+
+
+def _recent_labels_query(*, length: int, expert_id: int, project_id: int, submitted_at: datetime) -> QuerySet[Any]:
+    """The labels of the expert's last `length` submissions in the project up to `submitted_at`, in one query."""
+    recent = (Assignment.objects.filter(expert_id=expert_id, task__project_id=project_id, kind=Assignment.Kind.WORK,
+                                        status=Assignment.Status.SUBMITTED, submitted_at__lte=submitted_at)
+              .order_by("-submitted_at", "-pk").values("pk")[:length])
+    return Label.objects.filter(assignment_id__in=Subquery(recent)).order_by().values_list("assignment_id", "value")
+
+
+# The run length is part of the SQL (its LIMIT): a shape of its own per length.
+_RECENT_LABELS: Prepared[Any] = Prepared(_recent_labels_query)
 _FLAGS: Prepared[Any] = Prepared(lambda *, assignment_id: ReviewFlag.objects.filter(assignment_id=assignment_id)
                   .values_list("rule"))
 
@@ -117,6 +126,6 @@ def review_flags_check(*, assignment_id: int, now: datetime) -> int:
     if not flags:
         return 0
     # A concurrent run of the same check loses on the unique constraint and writes nothing.
-    ReviewFlag.objects.bulk_create(flags, ignore_conflicts=True)
+    insert_rows(flags, ignore_conflicts=True)
     logger.info("submission flagged", extra={"assignment_id": assignment.pk, "rules": [f.rule for f in flags]})
     return len(flags)

@@ -103,6 +103,31 @@ def test_every_item_the_same_on_the_last_n_submissions_flags_the_one_that_comple
 
 
 @pytest.mark.django_db
+def test_the_run_is_the_last_n_submissions_only_and_one_mixed_submission_in_them_breaks_it(
+        project, experts, django_assert_max_num_queries):
+    project.review_run_length = 3
+    project.save(update_fields=["review_run_length"])
+    expert = experts[0]
+    at = [T0 + timedelta(minutes=5 * n) for n in range(5)]
+    first = _submit(project, expert, seconds=120, value=0, at=at[0])
+    lease = assignment_claim_next(project=project, expert=expert, now=at[1])
+    keys = [i.item_key for i in rubric_items_for_task(lease.task)]
+    labels_submit(expert=expert, assignment_id=lease.pk, labels={k: n % 2 for n, k in enumerate(keys)},
+                  now=at[1] + timedelta(seconds=120))
+    third = _submit(project, expert, seconds=120, value=0, at=at[2])
+    fourth = _submit(project, expert, seconds=120, value=0, at=at[3])
+    assert [_flags(a) for a in (first, third, fourth)] == [set(), set(), set()]  # the mixed one is in the last 3
+
+    fifth = assignment_claim_next(project=project, expert=expert, now=at[4])
+    labels_submit(expert=expert, assignment_id=fifth.pk, now=at[4] + timedelta(seconds=120),
+                  labels={i.item_key: 0 for i in rubric_items_for_task(fifth.task)})
+    # The assignment, its labels, the last three submissions' labels, existing flags, the insert.
+    with django_assert_max_num_queries(5):
+        assert review_flags_check(assignment_id=fifth.pk, now=at[4] + timedelta(seconds=120)) == 1
+    assert _flags(fifth) == {"identical_run"}
+
+
+@pytest.mark.django_db
 def test_a_note_repeated_word_for_word_on_another_task_is_flagged(project, experts):
     first = _submit(project, experts[0], seconds=120, notes=NOTE)
     second = _submit(project, experts[0], seconds=120, notes=NOTE, at=T0 + timedelta(minutes=5))

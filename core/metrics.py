@@ -80,10 +80,20 @@ class RequestMetricsMiddleware:
         return response
 
 
-def _redis() -> Any:
-    import redis
+# One client (and its connection pool) per Redis URL and process: a new connection for every task
+# outcome cost 1.4 ms of the worker's CPU per task, 15 times the count itself. redis-py's pool
+# notices a fork and opens new connections in the child, so prefork workers share no socket.
+_clients: dict[str, Any] = {}
 
-    return redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2, socket_timeout=2)
+
+def _redis() -> Any:
+    client = _clients.get(settings.REDIS_URL)
+    if client is None:
+        import redis
+
+        client = _clients[settings.REDIS_URL] = redis.Redis.from_url(
+            settings.REDIS_URL, socket_connect_timeout=2, socket_timeout=2)
+    return client
 
 
 def task_outcome_record(*, task: str, outcome: str) -> None:
@@ -91,11 +101,7 @@ def task_outcome_record(*, task: str, outcome: str) -> None:
     if not settings.REDIS_URL:
         return
     try:
-        client = _redis()
-        try:
-            client.hincrby(TASK_OUTCOMES_KEY, f"{task}|{outcome}", 1)
-        finally:
-            client.close()
+        _redis().hincrby(TASK_OUTCOMES_KEY, f"{task}|{outcome}", 1)
     except Exception:  # Redis down: the task's own work matters more than its count
         logger.warning("task outcome not counted", extra={"task": task, "outcome": outcome}, exc_info=True)
 
@@ -131,14 +137,11 @@ class ScrapeTimeCollector(Collector):
         if settings.REDIS_URL:
             try:
                 client = _redis()
-                try:
-                    for queue in celery_queues():
-                        depth.add_metric([queue], float(client.llen(queue)))
-                    for field, value in sorted(client.hgetall(TASK_OUTCOMES_KEY).items()):
-                        task, _, outcome = field.decode().rpartition("|")
-                        outcomes.add_metric([task, outcome], float(value))
-                finally:
-                    client.close()
+                for queue in celery_queues():
+                    depth.add_metric([queue], float(client.llen(queue)))
+                for field, value in sorted(client.hgetall(TASK_OUTCOMES_KEY).items()):
+                    task, _, outcome = field.decode().rpartition("|")
+                    outcomes.add_metric([task, outcome], float(value))
                 up.add_metric([], 1.0)
             except Exception:
                 logger.warning("metrics could not read Redis", exc_info=True)

@@ -155,3 +155,33 @@ def test_a_failing_source_leaves_the_other_metrics_readable(token, monkeypatch):
     families = _families(response.content)
     assert response.status_code == 200
     assert "rubrica_broken" not in families and "rubrica_leases_open" in families
+
+
+def test_with_redis_gone_a_task_still_succeeds_and_the_scrape_says_redis_is_down(token, settings, caplog):
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    healthy = settings.REDIS_URL
+    admin = Client()
+    admin.force_login(AdminFactory())
+    before = _families(admin.get("/metrics").content)
+    settings.REDIS_URL = f"redis://127.0.0.1:{port}/0"
+
+    result = _succeeds.apply()
+    families = _families(Client().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content)
+
+    assert result.successful()
+    assert "task outcome not counted" in caplog.text
+    assert _value(families, "rubrica_redis_up", "rubrica_redis_up") == 0
+    # Back on the healthy Redis, counting goes on where it was (the dead URL's client is not reused).
+    settings.REDIS_URL = healthy
+    _succeeds.apply()
+    after = _families(admin.get("/metrics").content)
+
+    def succeeded(found: dict) -> float:
+        return next((s.value for s in found["rubrica_celery_tasks"].samples if s.name == "rubrica_celery_tasks_total"
+                     and s.labels == {"task": "tests.metrics_succeeds", "outcome": "succeeded"}), 0)
+
+    assert succeeded(after) == succeeded(before) + 1

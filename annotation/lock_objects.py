@@ -11,15 +11,15 @@ for the network (judge requests run between two short transactions).
 2. `rubrics.RubricVersion` (`rubric_version_lock`): the version being published.
 3. `Project` (`project_lock`): a settings change, a request for an agreement report.
 4. `Task` (`task_lock`, `task_lock_or_skip`, `tasks_lock` for many in pk order after the
-   project when raising overlap for existing tasks; the claim draws its task FOR UPDATE SKIP
-   LOCKED in `annotation.assignment.services`, which is the same row kind).
+   project when raising overlap for existing tasks; the claim draws its task FOR NO KEY UPDATE
+   SKIP LOCKED in `annotation.assignment.services`, which is the same row kind).
 5. `Assignment` of that task (`assignment_lock`).
 6. `experts.ExpertProfile` (`expert_profile_lock`): pausing or resuming an expert, also
    inside a submission after its task and assignment, and in an assignment by hand after
    its tasks, experts in pk order; `experts.tiers` locks the same row last, on its own.
    The claim is the one exception to the order: it takes the expert's row first (so one
    expert's concurrent claims run one at a time and count their lease limit exactly),
-   and under it only task rows FOR UPDATE SKIP LOCKED, which never wait, so it cannot
+   and under it only task rows SKIP LOCKED, which never wait, so it cannot
    close a cycle with a submission that holds a task and waits for the same expert.
 7. `Consultation` (`consultation_lock`): after its Task when resolving (the resolution
    rewrites the task's consensus); on its own for a vote, an invitation or a reveal.

@@ -89,7 +89,7 @@ def _open_tasks_for(*, project: Project, version_id: int, expert: User, difficul
 
 
 def _draw_candidate(*, tasks: QuerySet[Task], start: int) -> Task | None:
-    """The first unlocked task past `start` on the ring, wrapping around; locked FOR UPDATE."""
+    """The first unlocked task past `start` on the ring, wrapping around; locked (FOR NO KEY UPDATE)."""
     for part in (tasks.filter(shuffle_key__gte=start), tasks.filter(shuffle_key__lt=start)):
         found = list(part.select_related("response__question").order_by("shuffle_key")
                      .select_for_update(no_key=True, skip_locked=True, of=("self",))[:1])
@@ -112,7 +112,7 @@ _DIMENSIONS_SQL = """ARRAY(SELECT i.dimension_id FROM {item} i JOIN {dimension} 
 def _draw_candidates_at_once(*, project: Project, version_id: int, expert: User, difficulties: list[str],
                              priority: int | None, draws: int, rng: random.Random,
                              with_dimensions: bool) -> list[Task]:
-    """Up to `draws` candidates in one query (PostgreSQL), each locked FOR UPDATE SKIP LOCKED.
+    """Up to `draws` candidates in one query (PostgreSQL), each locked FOR NO KEY UPDATE SKIP LOCKED.
 
     Each candidate is the first task past its own uniformly random point of the ring of the
     first pool that has a task (the started tasks first with the default fill order), wrapping
@@ -228,7 +228,7 @@ def _claim(*, project_id: int, expert: User, now: datetime, rng: random.Random,
     # One transaction for the whole claim, under the expert's lock (taken first): one expert's
     # claims (a double click, two tabs) run one after another, so the held lease, the lease limit
     # and the weekly capacity read next are exact until the lease is written. Holding it, the
-    # claim never waits for another row: its tasks are drawn FOR UPDATE SKIP LOCKED.
+    # claim never waits for another row: its tasks are drawn SKIP LOCKED.
     with transaction.atomic():
         profile = expert_profile_lock(expert.pk)
         project, lease, expired_stood_in_the_way = _claim_locked(

@@ -124,11 +124,8 @@ class DimensionIndex:
 
     def __init__(self) -> None:
         self._ids: dict[str, int] = {}
-        # Chinese names as written, the usual spelling in a file: one lookup, no stripping or casefolding.
-        self.exact: dict[str, int] = {}
         for pk, code, name_zh, name_en in Dimension.objects.values_list("pk", "code", "name_zh", "name_en"):
             self._ids[name_zh] = pk
-            self.exact[name_zh] = pk
             self._ids[code.casefold()] = pk
             self._ids[name_en.casefold()] = pk
 
@@ -304,7 +301,6 @@ def _heartbench_items_fast(rubric: Any, dimensions: DimensionIndex) -> list[Pars
     """
     if type(rubric) is not list or not rubric:
         return None
-    ids = dimensions.exact
     items = []
     for index, raw in enumerate(rubric, start=1):
         if type(raw) is not dict:
@@ -312,7 +308,7 @@ def _heartbench_items_fast(rubric: Any, dimensions: DimensionIndex) -> list[Pars
         name, score, content = raw.get("dimension"), raw.get("score", _MISSING), raw.get("content")
         if type(name) is not str or type(content) is not str or not content.strip():
             return None
-        dimension_id = ids.get(name) or dimensions.get(name)
+        dimension_id = dimensions.get(name)
         if dimension_id is None or (score is not None and (type(score) is not int or abs(score) > INT32)):
             return None
         items.append(ParsedItem(index, dimension_id, score, content, ()))

@@ -1,0 +1,37 @@
+"""The PostgreSQL backend (core.postgresql): statements run again are prepared once per connection, and a
+query past the protocol's 65,535 parameters still runs, bound client-side."""
+import pytest
+from django.db import connection
+
+from core.postgresql.base import MAX_BOUND_PARAMETERS
+from experts.models import User
+from tests.factories import UserFactory
+
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
+
+
+def _prepared_statements() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [row[0] for row in cursor.fetchall()]
+
+
+def test_a_query_run_again_on_the_connection_is_prepared_once_and_then_only_executed():
+    users = [UserFactory(username=f"prep{i}") for i in range(3)]
+    for user in users:
+        assert User.objects.get(pk=user.pk).username == user.username
+    prepared = [s for s in _prepared_statements() if s.endswith('WHERE "experts_user"."id" = $1 LIMIT 21')]
+    assert len(prepared) == 1, prepared  # one statement for the three lookups, whatever the id
+
+
+def test_a_query_of_more_parameters_than_the_protocol_holds_still_runs_and_is_not_prepared():
+    users = [UserFactory(username=f"many{i}") for i in range(2)]
+    ids = [u.pk for u in users] + list(range(10**9, 10**9 + MAX_BOUND_PARAMETERS))
+    for _ in range(3):
+        assert set(User.objects.filter(pk__in=ids).values_list("username", flat=True)) == {"many0", "many1"}
+    # Quoted into the text like client-side binding: nothing of that size is kept on the server.
+    assert not [s for s in _prepared_statements() if str(10**9) in s or len(s) > 100_000]
+    # Just under the limit, the values are bound as parameters (and the same shape is prepared).
+    few = [u.pk for u in users] + list(range(10**9, 10**9 + MAX_BOUND_PARAMETERS - 2))
+    for _ in range(3):
+        assert User.objects.filter(pk__in=few).count() == 2

@@ -51,6 +51,20 @@ def _request_id_of(task) -> str:
 
 
 @task_prerun.connect
+@task_postrun.connect
+def _close_old_connections(task=None, **kwargs) -> None:
+    """Around each task the worker ran, close the database connections a request would close: past
+    CONN_MAX_AGE, failing their health check, or left unusable by an error (settings
+    CELERY_DB_REUSE_MAX keeps Celery from closing them all, every time). An eager task runs
+    inside its caller's transaction and connection: it leaves them alone."""
+    if task is None or getattr(task.request, "is_eager", False):
+        return
+    from django.db import close_old_connections
+
+    close_old_connections()
+
+
+@task_prerun.connect
 def _bind_request_id(task=None, **kwargs) -> None:
     from core.request_id import request_id_bind
 

@@ -14,6 +14,11 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Celery's Django fixup closes the database connection before and after every task unless this is
+# set: each follow-up then paid a new PostgreSQL session (a backend started, its catalog caches
+# filled, its prepared statements lost). Set past reach, the fixup never closes it; config/celery.py
+# closes it instead the way a request does, by CONN_MAX_AGE, CONN_HEALTH_CHECKS and errors.
+CELERY_DB_REUSE_MAX = 10**9
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 300)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 360)
 # A message a killed worker had taken comes back to the queue after this many seconds (Redis

@@ -112,3 +112,19 @@ def test_threads_compile_their_own_plan_and_read_their_own_rows():
         thread.join()
     assert not errors
     assert {p: len(ids) for p, ids in seen.items()} == {p.pk: n for p, n in zip(projects, (1, 2, 3, 4), strict=True)}
+
+
+def test_a_values_list_of_columns_and_expressions_gives_the_plain_querysets_tuples_in_its_order():
+    project = make_project_with_tasks(n_questions=3, items_per_question=1, overlap=2)
+    Task.objects.filter(project=project).update(status=Task.Status.COMPLETE)
+    Task.objects.filter(pk=Task.objects.filter(project=project).order_by("pk").first().pk).update(
+        status=Task.Status.OPEN)
+
+    def build(*, project_id: int):
+        return (Task.objects.filter(project_id=project_id).order_by("pk")
+                .values_list(F("overlap") * 3, "pk", "status", Count("assignments")))
+
+    rows = Prepared(build)
+    assert rows.tuples(project_id=project.pk) == [tuple(r) for r in build(project_id=project.pk)]
+    assert [r[0] for r in rows.tuples(project_id=project.pk)] == [6, 6, 6]
+    assert [r[2] for r in rows.tuples(project_id=project.pk)] == ["open", "complete", "complete"]

@@ -19,7 +19,6 @@ from rest_framework.exceptions import (
     ValidationError,
 )
 from rest_framework.response import Response
-from rest_framework.throttling import SimpleRateThrottle
 
 from core.error_codes import ErrorCode
 from core.errors import MAX_ERRORS, DomainError, error_message
@@ -66,8 +65,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = _throttled_instead(exc, context)
     if isinstance(exc, DomainError):
         return Response(_body(error_message(exc), str(exc.code), exc.errors), status=exc.status)
-    # Imported here: rest_framework.views reads DEFAULT_THROTTLE_CLASSES, which names this module's
-    # throttle, when it is first imported; core.middleware imports this module before DRF's views.
+    # Imported here: core.middleware imports this module before DRF's views, which read the
+    # REST_FRAMEWORK settings (their throttle classes, core.throttles) when first imported.
     from rest_framework.views import exception_handler as drf_exception_handler
 
     response = drf_exception_handler(exc, context)
@@ -96,17 +95,3 @@ def _throttled_instead(exc: Exception, context: dict[str, Any]) -> Exception:
     except Throttled as throttled:
         return throttled
     return exc
-
-
-class AddressRateThrottle(SimpleRateThrottle):
-    """Requests per client address, signed in or not (scope `address`), beside the per-user limit.
-
-    Many tokens used from one address (a leaked batch, a runaway script on one host) are
-    limited together. The address is DRF's: REMOTE_ADDR, or X-Forwarded-For behind the
-    NUM_PROXIES trusted proxies the deployment declares.
-    """
-
-    scope = "address"
-
-    def get_cache_key(self, request: Any, view: Any) -> str:
-        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}

@@ -1,11 +1,14 @@
 """The API is throttled per user and per client address; a throttled call says when to come back."""
 import secrets
+import threading
 
 import pytest
-from django.core.cache import cache
+from django.db import connection
 from rest_framework.authtoken.models import Token
-from rest_framework.throttling import SimpleRateThrottle, UserRateThrottle
+from rest_framework.test import APIClient
+from rest_framework.throttling import SimpleRateThrottle
 
+from core.throttles import CountingRateThrottle, throttle_forget
 from tests.factories import ExpertFactory
 
 pytestmark = pytest.mark.django_db
@@ -26,7 +29,7 @@ def _address() -> str:
 def _fresh_expert():
     """A new expert whose id an earlier run's counts (still in the shared cache) do not hold."""
     user = ExpertFactory()
-    cache.delete(UserRateThrottle.cache_format % {"scope": "user", "ident": user.pk})
+    throttle_forget("user", user.pk, now=CountingRateThrottle.timer(), duration=60)
     return user
 
 
@@ -83,3 +86,59 @@ def test_a_throttled_user_gets_a_json_message_saying_when_to_come_back(api, low_
 
     assert throttled.status_code == 429 and throttled["Content-Type"] == "application/json"
     assert "seconds" in throttled.json()["detail"]
+
+
+# A minute's window from a fixed instant far from today's, so counts of real time never mix in.
+T0 = 60 * 16_666_667 + 10  # 10 s into a window
+
+
+def test_a_client_that_waits_the_retry_after_it_was_given_gets_through_and_one_back_sooner_does_not(
+        api, low_rates, monkeypatch):
+    user, address = _fresh_expert(), _address()
+    clock = [float(T0)]
+    monkeypatch.setattr(CountingRateThrottle, "timer", lambda self: clock[0])
+
+    def call() -> object:
+        return api.get("/api/v1/notifications/", HTTP_AUTHORIZATION=_token(user), REMOTE_ADDR=address)
+
+    assert [call().status_code for _ in range(3)] == [200, 200, 200]
+    refused = call()
+    retry_after = int(refused["Retry-After"])
+    # Four calls this window at 3 a minute: the next window must be half gone before one more fits.
+    assert refused.status_code == 429 and retry_after == 80
+
+    clock[0] = T0 + retry_after - 10
+    sooner = call()
+    assert sooner.status_code == 429  # too soon, and counted: the wait it is told starts from there
+    clock[0] += int(sooner["Retry-After"])
+    assert call().status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.postgres
+def test_calls_racing_from_many_threads_are_each_counted_once_against_the_rate(monkeypatch):
+    """Counting is one atomic increment: DRF's list of call instants, read and written back by each
+    request, lost the calls of concurrent requests and let more through than the rate."""
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"user": "10/minute", "anon": "10/minute",
+                                                                "address": "1000/minute"})
+    user = _fresh_expert()
+    token = _token(user)
+    codes: list[int] = []
+    start = threading.Barrier(24)
+
+    def one() -> None:
+        client = APIClient()
+        start.wait()
+        try:
+            codes.append(client.get("/api/v1/notifications/", HTTP_AUTHORIZATION=token,
+                                    REMOTE_ADDR=_address()).status_code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=one) for _ in range(24)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sorted(codes) == [200] * 10 + [429] * 14

@@ -172,20 +172,27 @@ def _tree(pid: int) -> list[int]:
     return found
 
 
-def _postgres_pids() -> list[int]:
+def _pids_named(*names: str) -> list[int]:
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if (entry / "comm").read_text().strip() in ("postgres", "postmaster"):
+                if (entry / "comm").read_text().strip() in names:
                     pids.append(int(entry.name))
             except (FileNotFoundError, ProcessLookupError, PermissionError):
                 continue
     return pids
 
 
+def _postgres_pids() -> list[int]:
+    return _pids_named("postgres", "postmaster")
+
+
 class CpuMeter:
-    """CPU seconds of the web (gunicorn tree), the worker (Celery tree), PostgreSQL and this client."""
+    """CPU seconds of the web (gunicorn tree), the worker (Celery tree), PostgreSQL, Redis (the broker,
+    the cache and the throttles' counts) and this client. A PostgreSQL backend that exits takes its
+    CPU with it: the figures count the sessions alive at the end of a phase (the served processes
+    keep theirs, DB_CONN_MAX_AGE and CELERY_DB_REUSE_MAX)."""
 
     def __init__(self, web: int, worker: int) -> None:
         self.web, self.worker = web, worker
@@ -195,6 +202,7 @@ class CpuMeter:
         return {"web": sum(map(_cpu_ticks, _tree(self.web))) / self.hz,
                 "worker": sum(map(_cpu_ticks, _tree(self.worker))) / self.hz,
                 "database": sum(map(_cpu_ticks, _postgres_pids())) / self.hz,
+                "redis": sum(map(_cpu_ticks, _pids_named("redis-server"))) / self.hz,
                 "client": sum(os.times()[:2])}
 
 
@@ -205,7 +213,7 @@ def measured(meter: CpuMeter, run) -> dict:
     after, wall = meter.read(), time.perf_counter() - started
     figures["cores_used"] = {k: round((after[k] - before[k]) / wall, 2) for k in before}
     figures["cpu_ms_per_submission"] = {k: round(1000 * (after[k] - before[k]) / max(1, figures["submit"]["n"]), 1)
-                                        for k in ("web", "worker", "database")}
+                                        for k in ("web", "worker", "database", "redis", "client")}
     return figures
 
 

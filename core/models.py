@@ -29,7 +29,11 @@ class OutboxTask(models.Model):
     class Meta:
         indexes = [models.Index(fields=["next_check_at"], condition=Q(done_at__isnull=True),
                                 name="outbox_pending_idx"),
-                   models.Index(fields=["done_at"], condition=Q(done_at__isnull=False), name="outbox_done_idx")]
+                   models.Index(fields=["done_at"], condition=Q(done_at__isnull=False), name="outbox_done_idx"),
+                   # The drain's look at the pending batches, oldest first (core.outbox.follow_ups_drain):
+                   # the done rows kept for a day are not in it.
+                   models.Index(fields=["id"], condition=Q(done_at__isnull=True, name="core.follow_ups_run"),
+                                name="outbox_batch_pending_idx")]
 
     def __str__(self) -> str:
         return f"{self.name} #{self.pk}"

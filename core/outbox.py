@@ -10,8 +10,11 @@ idempotent, so the rare double delivery (a slow task overtaken by the sweep) is 
 A batch of follow-up work (`core.follow_ups_run`, from `core.after_commit.follow_ups_batched`)
 marks its own row: each of its tasks is counted on the row in the transaction of the task's
 writes, and the last one sets `done_at`, so a second delivery runs only what had not run.
+Batch rows are run by a drain (`follow_ups_drain`), one message for as many rows as are
+pending, or one by one when the sweep sends them again.
 """
 import logging
+import time
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,10 +22,20 @@ from celery import current_app, states
 from celery.signals import task_postrun
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from core.after_commit import FOLLOW_UPS_TASK, _remaining_s, outbox_retry_after, task_send, task_send_on_commit
+from core.after_commit import (
+    FOLLOW_UPS_TASK,
+    _remaining_s,
+    drain_queued_flag,
+    follow_ups_drain_queue,
+    outbox_retry_after,
+    task_send,
+    task_send_on_commit,
+)
 from core.models import OUTBOX_ID_PREFIX, OutboxTask
+from core.prepared import Prepared
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +71,7 @@ def _on_task_postrun(sender: Any = None, task_id: str | None = None, state: str 
         logger.warning("outbox row not marked done", extra={"task_id": task_id}, exc_info=True)
 
 
-def follow_ups_run(*, steps: list[list[Any]], task_id: str | None, now: datetime) -> int:
+def follow_ups_run(*, steps: list[list[Any]], task_id: str | None, now: datetime, skip_locked: bool = False) -> int:
     """Run a batch's tasks (`[name, kwargs]` pairs) in order, each once; returns how many ran here.
 
     Each task runs in its own short transaction (no task's locks wait for the next task),
@@ -69,16 +82,17 @@ def follow_ups_run(*, steps: list[list[Any]], task_id: str | None, now: datetime
     uncounted. A task that fails for a reason other than the database's is rolled back to
     its savepoint and queued on its own outbox row, where it is retried and swept like any
     other task, so one failing task does not hold the others back. A transient database
-    error fails the batch, which is retried from where it stopped.
+    error fails the batch, which is retried from where it stopped. With `skip_locked` (a drain)
+    a row another worker is running is left to it: the batch returns at once.
     """
     row_id = outbox_row_id(task_id)
     ran = 0
     for index, (name, kwargs) in enumerate(steps):
         with transaction.atomic():
             if row_id is not None:
-                state = _row_lock(row_id)
+                state = _row_lock(row_id, skip_locked=skip_locked)
                 if state is None or state[1] is not None:
-                    return ran  # done (a done row is purged after a day)
+                    return ran  # done (a done row is purged after a day), or being run by another worker
                 if state[0] > index:
                     continue  # ran in an earlier delivery
             try:
@@ -102,17 +116,64 @@ def follow_ups_run(*, steps: list[list[Any]], task_id: str | None, now: datetime
 # transaction), and the row itself was written by the request's durable commit: the sweep
 # delivers the batch again and the lost tasks run again. Nothing a user sent waits on it.
 _ROW_LOCK_SQL = """SELECT steps_done, done_at, set_config('synchronous_commit', 'off', true)
-FROM {table} WHERE id = %s FOR UPDATE"""
+FROM {table} WHERE id = %s FOR UPDATE{skip}"""
 
 
-def _row_lock(row_id: int) -> tuple[int, datetime | None] | None:
-    """The batch row's (steps_done, done_at), locked until the transaction ends; None when it is gone."""
+def _row_lock(row_id: int, *, skip_locked: bool = False) -> tuple[int, datetime | None] | None:
+    """The batch row's (steps_done, done_at), locked until the transaction ends; None when it is gone
+    (or, with `skip_locked`, locked by another transaction)."""
     if connection.vendor != "postgresql":
-        return OutboxTask.objects.select_for_update().filter(pk=row_id).values_list("steps_done", "done_at").first()
+        return (OutboxTask.objects.select_for_update(skip_locked=skip_locked).filter(pk=row_id)
+                .values_list("steps_done", "done_at").first())
     with connection.cursor() as cursor:
-        cursor.execute(_ROW_LOCK_SQL.format(table=OutboxTask._meta.db_table), [row_id])
+        sql = _ROW_LOCK_SQL.format(table=OutboxTask._meta.db_table, skip=" SKIP LOCKED" if skip_locked else "")
+        cursor.execute(sql, [row_id])
         row = cursor.fetchone()
     return None if row is None else (row[0], row[1])
+
+
+# A drain looks at this many pending batch rows at a time, and hands over to a new message (its
+# own flag set again) after this long, well inside the task's time limit.
+DRAIN_BATCH = 50
+DRAIN_BUDGET_S = 20.0
+
+
+def _pending_batches_query(*, after_id: int, max_attempts: int) -> QuerySet[Any]:
+    return (OutboxTask.objects.filter(name=FOLLOW_UPS_TASK, done_at__isnull=True, pk__gt=after_id,
+                                      attempts__lt=max_attempts)
+            .order_by("pk").values_list("pk", "kwargs")[:DRAIN_BATCH])
+
+
+# Its name is written into the statement (core.prepared): the generic plan then reads the partial
+# index of the pending batches (outbox_batch_pending_idx), which a name given as a parameter could not.
+_PENDING_BATCHES: Prepared[Any] = Prepared(_pending_batches_query)
+
+
+def follow_ups_drain(*, budget_s: float = DRAIN_BUDGET_S) -> int:
+    """Run the pending batch rows (`core.after_commit`), oldest first, until none is left; returns
+    how many batches ran here.
+
+    Before each look at the rows the queued flag is cleared, so a batch that commits after the
+    look queues the next drain, and one that committed before it is in the look. A row another
+    worker is running (its redelivery, a second drain) is skipped, not waited for. Rows that used
+    up their attempts are left to an operator, as the sweep leaves them. Past `budget_s` the
+    drain queues its successor and stops.
+    """
+    started = time.monotonic()
+    after_id, ran = 0, 0
+    while True:
+        drain_queued_flag(set_it=False)
+        rows = _PENDING_BATCHES.tuples(after_id=after_id, max_attempts=_max_attempts())
+        if not rows:
+            return ran
+        for row_id, kwargs in rows:
+            after_id = row_id
+            if follow_ups_run(steps=kwargs["steps"], task_id=f"{OUTBOX_ID_PREFIX}{row_id}", now=timezone.now(),
+                              skip_locked=True):
+                ran += 1
+            if time.monotonic() - started > budget_s:
+                follow_ups_drain_queue()
+                return ran
 
 
 def _max_attempts() -> int:

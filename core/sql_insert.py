@@ -40,23 +40,48 @@ def insert_parts(obj: Model, *, computed: dict[str, str] | None = None) -> tuple
     return columns, values, params
 
 
-def insert_rows(objs: Sequence[Model], *, ignore_conflicts: bool = False) -> None:
-    """Insert the rows of `objs` (one model) in one statement; their primary keys are not read back.
+def insert_rows(objs: Sequence[Model], *, ignore_conflicts: bool = False, returning: bool = False,
+                unique_fields: Sequence[str] = (), update_fields: Sequence[str] = ()) -> None:
+    """Insert the rows of `objs` (one model) in one statement.
 
     `ignore_conflicts`: a row that breaks a unique constraint is left out (ON CONFLICT DO NOTHING,
     on PostgreSQL and SQLite alike), as `bulk_create(ignore_conflicts=True)` does.
+    `unique_fields` and `update_fields` (field names): a row whose `unique_fields` are taken
+    updates that row's `update_fields` instead (ON CONFLICT ... DO UPDATE), as
+    `bulk_create(update_conflicts=True, ...)` does. `returning`: the new (or updated) rows'
+    primary keys are read back onto `objs`, in order, which then count as saved (not with
+    `ignore_conflicts`, where a left-out row has none).
     """
     if not objs:
         return
+    assert not (returning and ignore_conflicts), "a row left out has no primary key to read back"
     rows, params = [], []
     for obj in objs:
         columns, values, row_params = insert_parts(obj)
         rows.append(f"({', '.join(values)})")
         params += row_params
-    table = connection.ops.quote_name(objs[0]._meta.db_table)
+    meta = objs[0]._meta
+    quote = connection.ops.quote_name
+    conflict = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
+    if unique_fields:
+        by_name = {f.name: f for f in meta.concrete_fields}
+        targets = ", ".join(quote(by_name[name].column) for name in unique_fields)
+        updates = ", ".join(f"{quote(by_name[name].column)} = EXCLUDED.{quote(by_name[name].column)}"
+                            for name in update_fields)
+        conflict = f" ON CONFLICT ({targets}) DO UPDATE SET {updates}"
+    assert meta.pk is not None
+    back = f" RETURNING {quote(meta.pk.column)}" if returning else ""
     with connection.cursor() as cursor:
-        conflict = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
-        cursor.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join(rows)}{conflict}", params)
+        cursor.execute(f"INSERT INTO {quote(meta.db_table)} ({', '.join(columns)}) VALUES {', '.join(rows)}"
+                       f"{conflict}{back}", params)
+        if returning:
+            keys = cursor.fetchall()
+    if returning:
+        assert len(keys) == len(objs)
+        for obj, (key,) in zip(objs, keys, strict=True):
+            obj.pk = key
+            obj._state.adding = False
+            obj._state.db = connection.alias
 
 
 def insert_unless_conflict(obj: Model, *, conflict: str) -> int | None:

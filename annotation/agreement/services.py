@@ -123,6 +123,7 @@ def agreement_report_request(*, project: Project, now: datetime, judge_run: Judg
     delay = debounce_seconds() if debounce_s is None else max(0, int(debounce_s))
     with transaction.atomic():
         project_lock(project.pk)
+        # Under the lock (requests of one project run one after another), so one pending row is written.
         pending = (AgreementReport.objects.filter(project=project, judge_run=judge_run,
                                                   status=AgreementReport.Status.PENDING)
                    .order_by("-requested_at", "-pk").first())
@@ -135,6 +136,18 @@ def agreement_report_request(*, project: Project, now: datetime, judge_run: Judg
         task_send_on_commit("annotation.agreement_report_compute", countdown=delay, project_id=project.pk,
                             report_id=report_id)
     return pending
+
+
+def agreement_report_pending_id(*, project_id: int) -> int | None:
+    """The labels' pending (debounced) report of the project, if one waits: a request that finds one has
+    nothing to do, and needs neither the project nor its lock (`agreement_report_request`).
+
+    Read without the lock: a computation that claims the row after this read loads the labels after
+    the claim, so the labels of the request's commit, which came before, are in it; one that claimed
+    it before leaves no pending row to find, and the request takes the locked path."""
+    return (AgreementReport.objects.filter(project_id=project_id, judge_run=None,
+                                           status=AgreementReport.Status.PENDING)
+            .order_by("-requested_at", "-pk").values_list("pk", flat=True).first())
 
 
 def _stale_after() -> timedelta:

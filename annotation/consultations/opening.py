@@ -6,8 +6,10 @@ item at once) make one; the partial unique constraint refuses a second one whate
 """
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.urls import reverse
 
 from annotation import permissions
@@ -18,6 +20,8 @@ from annotation.projects.rules import project_check_writable
 from annotation.selectors import assignment_get_for_expert
 from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError, NotFound
+from core.prepared import Prepared
+from core.sql_insert import insert_rows
 from experts.models import User
 from experts.notifications import notification_send, notifications_send_many
 from rubrics.models import RubricItem
@@ -62,12 +66,21 @@ def expert_may_still_judge(*, user: User, question_id: int) -> bool:
     return task is not None and permissions.can_annotate(user, task.project)
 
 
+def _panel_rows_query(*, task_id: int) -> QuerySet[Any]:
+    return (Label.objects.counted().filter(task_id=task_id, assignment__task_id=task_id,
+                                           assignment__status=Assignment.Status.SUBMITTED)
+            .order_by("assignment__submitted_at", "assignment_id")
+            .values_list("rubric_item_id", "assignment__expert_id"))
+
+
+# Compiled once per process (core.prepared): a submission that opens consultations reads it.
+_PANEL_ROWS: Prepared[Any] = Prepared(_panel_rows_query)
+
+
 def _panels(task: Task, rubric_item_ids: list[int]) -> dict[int, list[User]]:
     """{item id: the experts whose counted, submitted labels are on the item, in submission order}."""
-    rows = list(Label.objects.counted().filter(task=task, rubric_item_id__in=rubric_item_ids,
-                                               assignment__status=Assignment.Status.SUBMITTED)
-                .order_by("assignment__submitted_at", "assignment_id")
-                .values_list("rubric_item_id", "assignment__expert_id"))
+    wanted = set(rubric_item_ids)
+    rows = [(item_id, expert_id) for item_id, expert_id in _PANEL_ROWS.tuples(task_id=task.pk) if item_id in wanted]
     by_id = User.objects.in_bulk({expert_id for _item, expert_id in rows})
     panels: dict[int, list[User]] = {i: [] for i in rubric_item_ids}
     for item_id, expert_id in rows:
@@ -94,15 +107,16 @@ def _create_many(*, task: Task, items: list[tuple[RubricItem, str]], by: User | 
     """Open a consultation on each (item, trigger) of the task, with its panel, and ask the panels to vote:
     a fixed number of statements however many items (a submission may open several)."""
     project = task.project
-    consultations = Consultation.objects.bulk_create(
-        Consultation(project=project, task=task, rubric_item=item, trigger=trigger, opened_by=by,
-                     opening_reason=reason, opened_at=now,
-                     deadline_at=now + timedelta(hours=project.consult_deadline_h))
-        for item, trigger in items)
+    # Written by core.sql_insert (as bulk_create writes them, without the ORM's preparation of each row).
+    consultations = [Consultation(project=project, task=task, rubric_item=item, trigger=trigger, opened_by=by,
+                                  opening_reason=reason, opened_at=now,
+                                  deadline_at=now + timedelta(hours=project.consult_deadline_h))
+                     for item, trigger in items]
+    insert_rows(consultations, returning=True)
     panels = _panels(task, [item.pk for item, _trigger in items])
-    ConsultationParticipant.objects.bulk_create(
-        ConsultationParticipant(consultation=c, user=u, role=ConsultationParticipant.Role.PANEL, added_at=now)
-        for c in consultations for u in panels[c.rubric_item_id])
+    insert_rows([ConsultationParticipant(consultation=c, user=u, role=ConsultationParticipant.Role.PANEL,
+                                         added_at=now)
+                 for c in consultations for u in panels[c.rubric_item_id]])
     notices = [(panels[c.rubric_item_id], *_vote_notice(c, item)) for c, (item, _t) in zip(consultations, items,
                                                                                             strict=True)]
     notifications_send_many(kind="consultation_vote", now=now, batch=notices)

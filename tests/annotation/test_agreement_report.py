@@ -3,6 +3,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+from django.db import connection
 from django.db.models import F
 from scipy import stats as scipy_stats
 from sklearn.metrics import cohen_kappa_score
@@ -491,3 +492,33 @@ def test_a_slice_is_thin_below_thirty_dialogues_and_not_at_thirty(dialogues, thi
     assert row["agreement_ci"] == [round(wilson[0], 4), round(wilson[1], 4)]
     boot = stats.bootstrap_agreement_kappa(judge, human, cluster, n_boot=200, seed=0)
     assert row["agreement_ci_bootstrap"] == [round(boot.agreement_ci[0], 4), round(boot.agreement_ci[1], 4)]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_labels_arriving_while_a_recompute_waits_join_it_without_waiting_on_the_project(settings):
+    """Every completed task asks for a recompute: one already waiting answers it without the project's
+    lock, so these requests never queue behind a PM's project change (or behind each other)."""
+    from annotation.agreement.tasks import agreement_report_request_task
+    from tests.support.faults import side_connection
+
+    settings.RUBRICA_AGREEMENT_DEBOUNCE_S = 30
+    project = make_project_with_tasks(n_questions=1, items_per_question=1)
+    # What a debounced request leaves (in-process mode computes it at once, so it is written here).
+    first = AgreementReport.objects.create(project=project, requested_at=T0, status=AgreementReport.Status.PENDING).pk
+    with side_connection() as side:  # the project's row locked elsewhere, as a PM's change holds it
+        side.execute(f"SELECT 1 FROM {project._meta.db_table} WHERE id = %s FOR UPDATE", [project.pk])
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")
+        try:
+            again = agreement_report_request_task.run(project_id=project.pk)
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("SET lock_timeout = 0")
+
+    assert again == first
+    assert list(AgreementReport.objects.values_list("pk", "status")) == [(first, AgreementReport.Status.PENDING)]
+    # Once it ran (no row waits), the next request writes the next row, under the lock (and, in-process, runs it).
+    AgreementReport.objects.filter(pk=first).update(status=AgreementReport.Status.DONE)
+    later = agreement_report_request_task.run(project_id=project.pk)
+    assert later != first and AgreementReport.objects.filter(pk=later).exists()

@@ -13,9 +13,16 @@ from django.utils import timezone
 
 import core.after_commit as after_commit
 from config.celery import app
-from core.after_commit import FOLLOW_UPS_TASK, follow_ups_batched, task_send_on_commit
+from core import outbox
+from core.after_commit import (
+    FOLLOW_UPS_DRAIN_TASK,
+    FOLLOW_UPS_TASK,
+    drain_queued_flag,
+    follow_ups_batched,
+    task_send_on_commit,
+)
 from core.models import OutboxTask
-from core.outbox import follow_ups_run, outbox_sweep
+from core.outbox import follow_ups_drain, follow_ups_run, outbox_sweep
 
 pytestmark = pytest.mark.django_db
 
@@ -64,6 +71,7 @@ def broker(monkeypatch):
     """Broker mode (outbox rows, messages) with the messages recorded instead of sent."""
     sent: list[tuple[str, dict, str | None]] = []
     monkeypatch.setattr(current_app.conf, "task_always_eager", False)
+    drain_queued_flag(set_it=False)  # an earlier test's drain, which nobody ran
     monkeypatch.setattr(after_commit, "task_send",
                         lambda name, countdown=None, task_id=None, **kw: sent.append((name, kw, task_id)))
     return sent
@@ -82,9 +90,9 @@ def test_a_batch_writes_one_row_and_sends_one_message_with_its_tasks_in_order(br
     rows = list(OutboxTask.objects.order_by("pk").values_list("name", "kwargs"))
     assert rows == [("tests.follow_up_remote", {"n": 2}), ("tests.follow_up_mark", {"n": 4}),
                     (FOLLOW_UPS_TASK, {"steps": [[MARK, {"n": 1}], [MARK, {"n": 3}]]})]
-    assert sorted(name for name, _, _ in broker) == sorted(["tests.follow_up_remote", MARK, FOLLOW_UPS_TASK])
-    batch = OutboxTask.objects.get(name=FOLLOW_UPS_TASK)
-    assert (FOLLOW_UPS_TASK, {"steps": [[MARK, {"n": 1}], [MARK, {"n": 3}]]}, batch.message_id) in broker
+    # The batch row is run by a drain: its message names no row, the drain reads the pending ones.
+    assert sorted(name for name, _, _ in broker) == sorted(["tests.follow_up_remote", MARK, FOLLOW_UPS_DRAIN_TASK])
+    assert (FOLLOW_UPS_DRAIN_TASK, {}, None) in broker
 
 
 def test_a_batch_of_one_task_is_sent_as_that_task_and_an_empty_one_sends_nothing(
@@ -194,3 +202,112 @@ def test_a_batch_step_commits_without_waiting_for_the_disk_and_only_that_transac
         assert setting() == "off"
     # set_config(..., is_local => true) ends with its transaction: the test's own is left as it was.
     assert setting() == "on"
+
+
+def _commit_batch(capture, *numbers: int) -> None:
+    """A transaction (a submission) whose follow-ups are MARK tasks of `numbers` (two at least: a
+    single task is sent on its own), committed."""
+    with capture(execute=True):
+        with transaction.atomic(), follow_ups_batched():
+            for n in numbers:
+                task_send_on_commit(MARK, n=n)
+
+
+def test_batches_committed_while_a_drain_is_queued_send_nothing_and_the_drain_runs_them_all_once(
+        broker, django_capture_on_commit_callbacks):
+    for n in (1, 2, 3):
+        _commit_batch(django_capture_on_commit_callbacks, n, n + 10)
+
+    assert broker == [(FOLLOW_UPS_DRAIN_TASK, {}, None)]  # one message for the three submissions
+    assert follow_ups_drain() == 3
+    assert follow_ups_drain() == 0  # a redelivery of the drain finds nothing left
+    assert _marks() == [1, 11, 2, 12, 3, 13]
+    assert not OutboxTask.objects.filter(name=FOLLOW_UPS_TASK, done_at__isnull=True).exists()
+
+    # The drain cleared the flag when it looked: the next submission queues the next drain.
+    _commit_batch(django_capture_on_commit_callbacks, 4, 14)
+    assert [name for name, _, _ in broker] == [FOLLOW_UPS_DRAIN_TASK, FOLLOW_UPS_DRAIN_TASK]
+    assert follow_ups_drain() == 1 and _marks()[-2:] == [4, 14]
+
+
+def test_a_batch_committed_while_the_drain_runs_is_run_by_it_and_also_queues_the_next_drain(
+        broker, django_capture_on_commit_callbacks, monkeypatch):
+    _commit_batch(django_capture_on_commit_callbacks, 1, 11)
+    run = outbox.follow_ups_run
+    late: list[int] = []
+
+    def run_then_commit_another(**kwargs):
+        ran = run(**kwargs)
+        if not late:  # another submission commits after the drain's look at the rows
+            late.append(1)
+            _commit_batch(django_capture_on_commit_callbacks, 2, 12)
+        return ran
+
+    monkeypatch.setattr(outbox, "follow_ups_run", run_then_commit_another)
+    assert follow_ups_drain() == 2  # its next look saw the late batch
+
+    assert _marks() == [1, 11, 2, 12]
+    # The late batch could not know the drain would still look: it queued one more, which finds nothing.
+    assert [name for name, _, _ in broker] == [FOLLOW_UPS_DRAIN_TASK, FOLLOW_UPS_DRAIN_TASK]
+    assert follow_ups_drain() == 0
+
+
+def test_a_drain_past_its_time_budget_queues_its_successor_and_stops(broker, django_capture_on_commit_callbacks):
+    _commit_batch(django_capture_on_commit_callbacks, 1, 11)
+    _commit_batch(django_capture_on_commit_callbacks, 2, 12)
+    assert len(broker) == 1
+
+    assert follow_ups_drain(budget_s=0) == 1
+    assert _marks() == [1, 11]
+    assert len(broker) == 2 and drain_queued_flag(set_it=True) is False  # the successor is queued, and flagged
+    assert follow_ups_drain() == 1 and _marks() == [1, 11, 2, 12]
+
+
+def test_with_the_broker_down_the_batch_waits_for_the_sweep_and_the_next_submission_tries_again(
+        broker, django_capture_on_commit_callbacks, monkeypatch):
+    refused: list[str] = []
+    monkeypatch.setattr(after_commit, "_broker_down_until", 0.0)  # and back to no pause after the test
+
+    def refuse(name, countdown=None, task_id=None, **kwargs):
+        refused.append(name)
+        raise ConnectionError("broker down")
+
+    monkeypatch.setattr(after_commit, "task_send", refuse)
+    _commit_batch(django_capture_on_commit_callbacks, 1, 11)
+
+    row = OutboxTask.objects.get(name=FOLLOW_UPS_TASK)
+    assert refused == [FOLLOW_UPS_DRAIN_TASK]  # one refused send; the row is not sent again in vain
+    assert row.attempts == 0 and row.next_check_at <= timezone.now()  # due for the sweep at once
+    after_commit._broker_down_until = 0.0
+    assert drain_queued_flag(set_it=True) is True  # no drain was left flagged: the next commit must try
+    drain_queued_flag(set_it=False)
+
+    monkeypatch.setattr(after_commit, "task_send",
+                        lambda name, countdown=None, task_id=None, **kw: broker.append((name, kw, task_id)))
+    _commit_batch(django_capture_on_commit_callbacks, 2, 12)
+    assert [name for name, _, _ in broker] == [FOLLOW_UPS_DRAIN_TASK]
+    assert follow_ups_drain() == 2 and _marks() == [1, 11, 2, 12]
+
+
+def test_without_a_redis_broker_each_batch_is_sent_on_its_own(broker, django_capture_on_commit_callbacks,
+                                                               monkeypatch):
+    monkeypatch.setattr(after_commit, "drain_queued_flag", lambda *, set_it: None)  # the memory transport
+    _commit_batch(django_capture_on_commit_callbacks, 1, 11)
+
+    row = OutboxTask.objects.get(name=FOLLOW_UPS_TASK)
+    assert broker == [(FOLLOW_UPS_TASK, {"steps": [[MARK, {"n": 1}], [MARK, {"n": 11}]]}, row.message_id)]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_drain_passes_a_batch_another_worker_is_running_instead_of_waiting_for_it():
+    from tests.support.faults import side_connection
+
+    first = _batch_row([[MARK, {"n": 1}]])
+    _batch_row([[MARK, {"n": 2}]])
+    with side_connection() as side:  # another worker, in the middle of the first batch
+        side.execute(f"SELECT 1 FROM {OutboxTask._meta.db_table} WHERE id = %s FOR UPDATE", [first.pk])
+        assert follow_ups_drain() == 1
+        assert _marks() == [2]
+    assert follow_ups_drain() == 1  # once the other worker let go (here: without running it)
+    assert sorted(_marks()) == [1, 2]

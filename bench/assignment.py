@@ -4,13 +4,14 @@ Builds, in a scratch PostgreSQL database, a project of 10 rubric items per task 
 3) and --experts veteran experts with about --labels labels of history each
 (tests/support/scale.py's `veteran_world`); serves it with gunicorn as deployed
 (`platform/gunicorn.conf.py`) beside a Celery worker that consumes the follow-up work each
-submission queues (tier evaluation, earning, review flags, agreement requests) from Redis;
+submission queues (tier evaluation, earning, review flags, agreement requests: one outbox row
+each, run by drains that take every pending row, core.after_commit) from Redis;
 then drives it with 1, 4 and 8 concurrent experts, --submissions submissions per phase,
 each a next-task and a submit through the token API. Then more models answer the
 questions until the project holds the next size, and the phases run again.
 
 For each phase: next-task and submit p50/p95/p99, submissions per second, the cores the
-web, the worker, PostgreSQL and the client used, their CPU per submission, and how long
+web, the worker, PostgreSQL, Redis and the client used, their CPU per submission, and how long
 the worker took to drain the queue afterwards; per size, a cProfile of where a claim's and
 a submission's time goes in-process. Prints one JSON line.
 Usage: .venv/bin/python bench/assignment.py [--tasks 10000 100000] [--submissions 300] [--experts 8]

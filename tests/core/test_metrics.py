@@ -15,7 +15,9 @@ from annotation.services import project_add_member
 from config.celery import app
 from tests.factories import AdminFactory, ExpertFactory, make_project_with_tasks
 
-pytestmark = pytest.mark.django_db
+# One xdist worker runs these: the task outcome counts live in the one Redis hash every worker shares,
+# and two tests counting `tests.metrics_succeeds` at once each saw the other's count.
+pytestmark = [pytest.mark.django_db, pytest.mark.xdist_group("metrics_counts")]
 TOKEN = "metrics-" + "t" * 32
 
 

@@ -21,7 +21,6 @@ from django.utils.translation import gettext_lazy as _
 
 from core.after_commit import task_send_on_commit
 from core.errors import NotFound
-from core.sql_insert import insert_rows
 from experts.models import Notification, NotificationPreference, Tier, User
 from experts.tier_reasons import tier_reason_text
 
@@ -162,7 +161,7 @@ def notifications_send_many(*, kind: str, now: datetime, batch: list[tuple[list[
                  for user in users]
     if not rows:
         return 0
-    insert_rows(rows, returning=True)  # as bulk_create writes them, without the ORM's preparation of each row
+    Notification.objects.bulk_create(rows)
     for row in rows:
         if row.email_status == pending:
             task_send_on_commit("experts.notification_email_send", notification_id=row.pk)

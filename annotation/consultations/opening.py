@@ -21,7 +21,6 @@ from annotation.selectors import assignment_get_for_expert
 from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError, NotFound
 from core.prepared import Prepared
-from core.sql_insert import insert_rows
 from experts.models import User
 from experts.notifications import notification_send, notifications_send_many
 from rubrics.models import RubricItem
@@ -107,16 +106,15 @@ def _create_many(*, task: Task, items: list[tuple[RubricItem, str]], by: User | 
     """Open a consultation on each (item, trigger) of the task, with its panel, and ask the panels to vote:
     a fixed number of statements however many items (a submission may open several)."""
     project = task.project
-    # Written by core.sql_insert (as bulk_create writes them, without the ORM's preparation of each row).
-    consultations = [Consultation(project=project, task=task, rubric_item=item, trigger=trigger, opened_by=by,
-                                  opening_reason=reason, opened_at=now,
-                                  deadline_at=now + timedelta(hours=project.consult_deadline_h))
-                     for item, trigger in items]
-    insert_rows(consultations, returning=True)
+    consultations = Consultation.objects.bulk_create(
+        Consultation(project=project, task=task, rubric_item=item, trigger=trigger, opened_by=by,
+                     opening_reason=reason, opened_at=now,
+                     deadline_at=now + timedelta(hours=project.consult_deadline_h))
+        for item, trigger in items)
     panels = _panels(task, [item.pk for item, _trigger in items])
-    insert_rows([ConsultationParticipant(consultation=c, user=u, role=ConsultationParticipant.Role.PANEL,
-                                         added_at=now)
-                 for c in consultations for u in panels[c.rubric_item_id]])
+    ConsultationParticipant.objects.bulk_create(
+        ConsultationParticipant(consultation=c, user=u, role=ConsultationParticipant.Role.PANEL, added_at=now)
+        for c in consultations for u in panels[c.rubric_item_id])
     notices = [(panels[c.rubric_item_id], *_vote_notice(c, item)) for c, (item, _t) in zip(consultations, items,
                                                                                             strict=True)]
     notifications_send_many(kind="consultation_vote", now=now, batch=notices)

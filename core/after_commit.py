@@ -45,8 +45,10 @@ FOLLOW_UPS_TASK = "core.follow_ups_run"
 FOLLOW_UPS_DRAIN_TASK = "core.follow_ups_drain"
 # Set (on the broker's Redis, shared by every process) while a drain is queued and has not looked yet.
 DRAIN_QUEUED_KEY = "rubrica:follow-ups:drain-queued"
-# A drain lost with its worker holds the flag this long at most; then the next commit queues another.
-DRAIN_QUEUED_TTL_S = 30
+# A flag whose drain never started (its sender died before sending, the message was lost) holds
+# back the next drain this long at most; then the next commit queues another. A drain still queued
+# behind other work past it gets a second one, which finds nothing left.
+DRAIN_QUEUED_TTL_S = 5
 # A drain starts this long after the commit that queued it, so the submissions of that moment share
 # it: one message for many batches even while the worker keeps up (then it would carry one each).
 DRAIN_DELAY_S = 0.25

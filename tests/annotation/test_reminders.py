@@ -1,10 +1,8 @@
 """Reminders and risk alerts: each goes to the people concerned, once per event, and can be switched off."""
-import threading
 from datetime import timedelta
 
 import pytest
 from django.conf import settings
-from django.db import connections
 from django.utils import timezone, translation
 
 from annotation.assignment.services import assignment_claim_next, lease_extend
@@ -24,6 +22,7 @@ from experts.notifications import notification_text
 from tests.factories import PMFactory
 from tests.payments.factories import make_expert, make_paid_project
 from tests.support.quality import calibrated, make_golden_project
+from tests.support.threads import run_together
 
 
 def _set(project: Project, **values) -> None:
@@ -206,21 +205,7 @@ def test_the_beat_runs_every_reminder_every_few_minutes(project):
 def test_two_beats_at_once_tell_a_lease_reminder_once(project, expert):
     now = timezone.now()
     assignment_claim_next(project=project, expert=expert, now=now - timedelta(minutes=40))
-    barrier = threading.Barrier(2)
-    results: list[int] = []
-
-    def beat() -> None:
-        try:
-            barrier.wait()
-            results.append(leases_expiring_remind(now=now))
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=beat) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results = run_together(lambda: leases_expiring_remind(now=now), 2)
 
     assert sorted(results) == [0, 1]
     assert Notification.objects.filter(user=expert, kind="lease_expiring").count() == 1

@@ -1,15 +1,14 @@
 """The API is throttled per user and per client address; a throttled call says when to come back."""
 import secrets
-import threading
 
 import pytest
-from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 from rest_framework.throttling import SimpleRateThrottle
 
 from core.throttles import CountingRateThrottle, throttle_forget
 from tests.factories import ExpertFactory
+from tests.support.threads import run_together
 
 pytestmark = pytest.mark.django_db
 
@@ -123,22 +122,11 @@ def test_calls_racing_from_many_threads_are_each_counted_once_against_the_rate(m
                                                                 "address": "1000/minute"})
     user = _fresh_expert()
     token = _token(user)
-    codes: list[int] = []
-    start = threading.Barrier(24)
 
-    def one() -> None:
-        client = APIClient()
-        start.wait()
-        try:
-            codes.append(client.get("/api/v1/notifications/", HTTP_AUTHORIZATION=token,
-                                    REMOTE_ADDR=_address()).status_code)
-        finally:
-            connection.close()
+    def one() -> int:
+        return APIClient().get("/api/v1/notifications/", HTTP_AUTHORIZATION=token,
+                               REMOTE_ADDR=_address()).status_code
 
-    threads = [threading.Thread(target=one) for _ in range(24)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    codes = run_together(one, 24)
 
     assert sorted(codes) == [200] * 10 + [429] * 14

@@ -10,7 +10,6 @@ from email.header import decode_header, make_header
 import pytest
 from django.core import mail
 from django.core.mail.backends.base import BaseEmailBackend
-from django.db import connection
 from django.utils import timezone
 
 from experts.models import Notification, NotificationPreference
@@ -23,6 +22,7 @@ from experts.notification_email import (
 from experts.notifications import notification_send
 from experts.tasks import notification_email_send_task
 from tests.factories import ExpertFactory, PMFactory
+from tests.support.threads import run_together
 
 pytestmark = pytest.mark.django_db
 
@@ -128,20 +128,7 @@ def test_two_workers_sending_the_same_email_at_once_send_it_once(settings):
     expert = _expert()
     note = Notification.objects.create(user=expert, kind="tier_changed", params=TIER_PARAMS, message="m",
                                        created_at=timezone.now(), email_status="pending")
-    start, results = threading.Barrier(2), []
-
-    def worker():
-        start.wait()
-        try:
-            results.append(notification_email_send(notification_id=note.pk, now=timezone.now()))
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results = run_together(lambda: notification_email_send(notification_id=note.pk, now=timezone.now()), 2)
 
     assert sorted(results) == ["sent", "skipped"]
     assert len(SlowBackend.sent) == 1

@@ -17,9 +17,9 @@ on the row in its own transaction, so they run once per commit (`core.outbox`). 
 commit does not send a message of its own: it makes sure one drain (`core.follow_ups_drain`)
 is queued, which runs every pending batch row, oldest first, until none is left. A flag on
 the broker's Redis says a drain is queued; the drain clears it before each look at the rows, so a
-row committed after a look queues the next drain. Under load one message then carries the
-follow-up work of many submissions (a Celery message cost the worker 5 to 7 ms of CPU, as
-much as the work). A batch row whose drain was lost is sent on its own by the sweep.
+row committed after a look queues the next drain. One message then carries the follow-up work
+of the submissions of a quarter second (`DRAIN_DELAY_S`), a batch another worker runs is passed
+over rather than waited for, and a batch row whose drain was lost is sent on its own by the sweep.
 """
 import logging
 import threading

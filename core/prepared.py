@@ -164,8 +164,9 @@ def _constants_inlined(sql: str, params: list[Any], slots: list[tuple[int, str]]
     PostgreSQL prepares (config/settings/base.py) then names them, and its plan for any values
     (the generic plan, made once) can use a partial index whose predicate they meet
     (`task_open_ring_idx ... WHERE status = 'open'`): with the status a parameter it could not,
-    so PostgreSQL planned the claim's draw afresh on every claim (2.8 ms of its CPU), and a
-    generic plan it was made to use took 18 ms to run instead of 0.3.
+    so PostgreSQL planned the claim's draw afresh on every claim (2.8 ms of its CPU), and the
+    generic plan it was made to use took 18 ms to run; with the status in the text it is the
+    same index walk as the planned one (about 1 ms at 10,000 tasks, measured by EXPLAIN ANALYZE).
     """
     from psycopg import sql as pg_sql
 

@@ -138,16 +138,25 @@ def agreement_report_request(*, project: Project, now: datetime, judge_run: Judg
     return pending
 
 
-def agreement_report_pending_id(*, project_id: int) -> int | None:
-    """The labels' pending (debounced) report of the project, if one waits: a request that finds one has
-    nothing to do, and needs neither the project nor its lock (`agreement_report_request`).
+def agreement_report_request_for(*, project_id: int, now: datetime) -> int | None:
+    """`agreement_report_request` for the project with this id (labels arrived); the pending report's id,
+    or None when the project is gone.
 
-    Read without the lock: a computation that claims the row after this read loads the labels after
-    the claim, so the labels of the request's commit, which came before, are in it; one that claimed
+    The usual case costs one query: every completed task asks, and while a debounced recompute
+    waits, the request has nothing to do and needs neither the project nor its lock. That read is
+    safe without the lock: a computation that claims the row after it loads the labels after the
+    claim, so the labels of the request's commit, which came before, are in it; one that claimed
     it before leaves no pending row to find, and the request takes the locked path."""
-    return (AgreementReport.objects.filter(project_id=project_id, judge_run=None,
-                                           status=AgreementReport.Status.PENDING)
-            .order_by("-requested_at", "-pk").values_list("pk", flat=True).first())
+    if debounce_seconds() > 0:
+        pending_id = (AgreementReport.objects.filter(project_id=project_id, judge_run=None,
+                                                     status=AgreementReport.Status.PENDING)
+                      .order_by("-requested_at", "-pk").values_list("pk", flat=True).first())
+        if pending_id is not None:
+            return pending_id
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        return None
+    return agreement_report_request(project=project, now=now).pk
 
 
 def _stale_after() -> timedelta:

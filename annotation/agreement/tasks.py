@@ -7,10 +7,8 @@ from django.utils import timezone
 from annotation.agreement.services import (
     TRANSIENT_ERRORS,
     agreement_report_compute,
-    agreement_report_pending_id,
     agreement_report_process,
-    agreement_report_request,
-    debounce_seconds,
+    agreement_report_request_for,
 )
 from annotation.models import JudgeRun, Project
 
@@ -46,12 +44,4 @@ def agreement_report_compute_task(self, *, project_id: int, judge_run_id: int | 
              retry_backoff=True, max_retries=5, soft_time_limit=30, time_limit=60)
 def agreement_report_request_task(*, project_id: int) -> int | None:
     """Labels arrived in `project_id`: ask for a debounced recompute; returns the pending report's id."""
-    # The usual case: a recompute is already waiting (every completed task asks, the debounce merges them).
-    if debounce_seconds() > 0:
-        pending_id = agreement_report_pending_id(project_id=project_id)
-        if pending_id is not None:
-            return pending_id
-    project = Project.objects.filter(pk=project_id).first()
-    if project is None:
-        return None
-    return agreement_report_request(project=project, now=timezone.now()).pk
+    return agreement_report_request_for(project_id=project_id, now=timezone.now())

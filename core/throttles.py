@@ -8,7 +8,7 @@ at once lose each other's calls. Here each scope counts calls in fixed windows o
 (an atomic INCR) and estimates the rate over the last full period as a sliding window does:
 the previous window's count, weighted by the share of it still inside the period, plus the
 current window's. With django-redis that is one round trip (INCR, EXPIRE and GET in one
-pipeline); with another cache (the embedded mode's memory cache) it is `get_many` and `incr`.
+pipeline); with another cache (the embedded mode's memory cache) it is `get`, then `add` or `incr`.
 
 A refused call is counted too, so a client that keeps calling while throttled stays throttled
 until it slows down; `Retry-After` is the time until the estimate falls under the rate if it
@@ -34,7 +34,7 @@ class CountingRateThrottle(SimpleRateThrottle):
         """The current and previous windows' keys for cache key `base`, and the share of the current one gone."""
         window, gone = divmod(now, self.duration)
         index = int(window)
-        return f"{base}:w{index}", f"{base}:w{index - 1}", gone / self.duration
+        return _window_key(base, index), _window_key(base, index - 1), gone / self.duration
 
     def allow_request(self, request: Any, view: Any) -> bool:
         if self.rate is None:
@@ -82,6 +82,10 @@ class CountingRateThrottle(SimpleRateThrottle):
         return max(1.0, _seconds_up(1 - self.gone + into_next, duration))
 
 
+def _window_key(base: str, index: int) -> str:
+    return f"{base}:w{index}"
+
+
 def _seconds_up(share: float, duration: float) -> float:
     """`share` of `duration`, in whole seconds rounded up (past a rounding error of the float)."""
     return float(math.ceil(share * duration - 1e-6))
@@ -120,4 +124,4 @@ def throttle_forget(scope: str, ident: object, *, now: float, duration: float) -
     """Drop the counts of `ident` in `scope` around `now` (tests start a client afresh)."""
     base = SimpleRateThrottle.cache_format % {"scope": scope, "ident": ident}
     window = int(now // duration)
-    default_cache.delete_many([f"{base}:w{window + k}" for k in (-1, 0, 1)])
+    default_cache.delete_many([_window_key(base, window + k) for k in (-1, 0, 1)])

@@ -79,8 +79,8 @@ def follow_ups_run(*, steps: list[list[Any]], task_id: str | None, now: datetime
     already counted is skipped, and the count commits with the task's writes. So a
     redelivery (or the sweep overtaking a slow worker) starts after the last task that
     committed, and a worker killed half-way leaves the task it was running undone and
-    uncounted. A task that fails for a reason other than the database's is rolled back to
-    its savepoint and queued on its own outbox row, where it is retried and swept like any
+    uncounted. A task that fails for a reason other than the database's is rolled back
+    (its count too), then counted and queued on its own outbox row, where it is retried and swept like any
     other task, so one failing task does not hold the others back. A transient database
     error fails the batch, which is retried from where it stopped. With `skip_locked` (a drain)
     a row another worker is running is left to it: the batch returns at once.
@@ -88,25 +88,33 @@ def follow_ups_run(*, steps: list[list[Any]], task_id: str | None, now: datetime
     row_id = outbox_row_id(task_id)
     ran = 0
     for index, (name, kwargs) in enumerate(steps):
-        with transaction.atomic():
-            if row_id is not None:
-                state = _row_lock(row_id, skip_locked=skip_locked)
-                if state is None or state[1] is not None:
-                    return ran  # done (a done row is purged after a day), or being run by another worker
-                if state[0] > index:
-                    continue  # ran in an earlier delivery
-            try:
-                with transaction.atomic():
-                    current_app.tasks[name].run(**kwargs)
-                ran += 1
-            except (OperationalError, InterfaceError):
-                raise
-            except Exception:  # noqa: BLE001 - one task's bug: it goes on alone, with its own retries
-                logger.exception("follow-up task failed in its batch; queued on its own", extra={"task": name})
+        last = index == len(steps) - 1
+        try:
+            with transaction.atomic():
+                if row_id is not None:
+                    # The task is counted before it runs, in its transaction: an error (the task's or
+                    # the commit's) takes the count back with the task's writes.
+                    state = _row_claim_step(row_id, index=index, last=last, now=now, skip_locked=skip_locked)
+                    if state is None or state[1] is not None:
+                        return ran  # done (a done row is purged after a day), or being run by another worker
+                    if state[0] > index:
+                        continue  # ran in an earlier delivery
+                current_app.tasks[name].run(**kwargs)
+            ran += 1
+        except (OperationalError, InterfaceError):
+            raise
+        except Exception:  # noqa: BLE001 - one task's bug: it goes on alone, with its own retries
+            logger.exception("follow-up task failed in its batch; queued on its own", extra={"task": name})
+            # Its transaction was rolled back whole (no savepoint per task: two round trips each, on every
+            # step of every batch, for the rare failure); the step is counted and queued alone now.
+            with transaction.atomic():
+                if row_id is not None:
+                    state = _row_claim_step(row_id, index=index, last=last, now=now, skip_locked=skip_locked)
+                    if state is None or state[1] is not None:
+                        return ran
+                    if state[0] > index:
+                        continue  # another delivery ran it meanwhile
                 task_send_on_commit(name, **kwargs)
-            if row_id is not None:
-                last = index == len(steps) - 1
-                OutboxTask.objects.filter(pk=row_id).update(steps_done=index + 1, done_at=now if last else None)
     return ran
 
 
@@ -115,19 +123,31 @@ def follow_ups_run(*, steps: list[list[Any]], task_id: str | None, now: datetime
 # fraction of a second of follow-up work, but the count on the row goes with it (same
 # transaction), and the row itself was written by the request's durable commit: the sweep
 # delivers the batch again and the lost tasks run again. Nothing a user sent waits on it.
-_ROW_LOCK_SQL = """SELECT steps_done, done_at, set_config('synchronous_commit', 'off', true)
-FROM {table} WHERE id = %s FOR UPDATE{skip}"""
+# The row is locked, read as it was, and counted one step further (when that step is the one to
+# run) in one statement: each step of a batch costs one round trip for its bookkeeping.
+_STEP_CLAIM_SQL = """WITH locked AS (
+    SELECT id, steps_done, done_at FROM {table} WHERE id = %(row_id)s FOR UPDATE{skip}
+), counted AS (
+    UPDATE {table} SET steps_done = %(next)s, done_at = %(done_at)s FROM locked
+    WHERE {table}.id = locked.id AND locked.done_at IS NULL AND locked.steps_done <= %(index)s
+)
+SELECT steps_done, done_at, set_config('synchronous_commit', 'off', true) FROM locked"""
 
 
-def _row_lock(row_id: int, *, skip_locked: bool = False) -> tuple[int, datetime | None] | None:
-    """The batch row's (steps_done, done_at), locked until the transaction ends; None when it is gone
-    (or, with `skip_locked`, locked by another transaction)."""
+def _row_claim_step(row_id: int, *, index: int, last: bool, now: datetime,
+                    skip_locked: bool = False) -> tuple[int, datetime | None] | None:
+    """Lock the batch row until the transaction ends and return its (steps_done, done_at) as they were;
+    unless step `index` ran already (or the row is done), count it as run (and the row done when it is
+    the last). None when the row is gone (or, with `skip_locked`, locked by another transaction)."""
     if connection.vendor != "postgresql":
-        return (OutboxTask.objects.select_for_update(skip_locked=skip_locked).filter(pk=row_id)
-                .values_list("steps_done", "done_at").first())
+        state = (OutboxTask.objects.select_for_update(skip_locked=skip_locked).filter(pk=row_id)
+                 .values_list("steps_done", "done_at").first())
+        if state is not None and state[1] is None and state[0] <= index:
+            OutboxTask.objects.filter(pk=row_id).update(steps_done=index + 1, done_at=now if last else None)
+        return state
     with connection.cursor() as cursor:
-        sql = _ROW_LOCK_SQL.format(table=OutboxTask._meta.db_table, skip=" SKIP LOCKED" if skip_locked else "")
-        cursor.execute(sql, [row_id])
+        sql = _STEP_CLAIM_SQL.format(table=OutboxTask._meta.db_table, skip=" SKIP LOCKED" if skip_locked else "")
+        cursor.execute(sql, {"row_id": row_id, "next": index + 1, "done_at": now if last else None, "index": index})
         row = cursor.fetchone()
     return None if row is None else (row[0], row[1])
 

@@ -21,6 +21,7 @@ from django.utils.translation import gettext_lazy as _
 
 from core.after_commit import task_send_on_commit
 from core.errors import NotFound
+from core.sql_insert import insert_rows
 from experts.models import Notification, NotificationPreference, Tier, User
 from experts.tier_reasons import tier_reason_text
 
@@ -142,26 +143,28 @@ def notification_send(*, users: Iterable[User], kind: str, params: dict, now: da
     Readers who opted in to email for `kind` and have an address get it by email too, by a
     Celery task sent when the caller's transaction commits (never inside the request).
     """
-    return notifications_send_many(kind=kind, now=now, batch=[(list(users), params, link)])
+    return notifications_send_many(kind=kind, now=now, batch=[([user.pk for user in users], params, link)])
 
 
-def notifications_send_many(*, kind: str, now: datetime, batch: list[tuple[list[User], dict, str]]) -> int:
-    """`notification_send` for several (users, params, link) at once, in two statements
+def notifications_send_many(*, kind: str, now: datetime, batch: list[tuple[list[int], dict, str]]) -> int:
+    """`notification_send` for several (user ids, params, link) at once, in two statements
     (a submission that opens consultations on several items notifies each item's panel)."""
-    everyone = {user.pk for users, _params, _link in batch for user in users}
+    everyone = {user_id for user_ids, _params, _link in batch for user_id in user_ids}
     emailed = set(NotificationPreference.objects.filter(user__in=everyone, kind=kind, email=True)
                   .exclude(user__email="").values_list("user_id", flat=True)) if everyone else set()
     pending, none = Notification.EmailStatus.PENDING, Notification.EmailStatus.NONE
     rows = []
-    for users, params, link in batch:
-        with translation.override("en"):
+    with translation.override("en"):
+        for user_ids, params, link in batch:
             message = _render(kind, params)
-        rows += [Notification(user=user, kind=kind, message=message, params=params, link=link, created_at=now,
-                              email_status=pending if user.pk in emailed else none)
-                 for user in users]
+            rows += [Notification(user_id=user_id, kind=kind, message=message, params=params, link=link,
+                                  created_at=now, email_status=pending if user_id in emailed else none)
+                     for user_id in user_ids]
     if not rows:
         return 0
-    Notification.objects.bulk_create(rows)
+    # One statement, without the ORM's preparation of each row; the ids are read back only for the
+    # emails to send.
+    insert_rows(rows, returning=bool(emailed))
     for row in rows:
         if row.email_status == pending:
             task_send_on_commit("experts.notification_email_send", notification_id=row.pk)

@@ -21,6 +21,7 @@ from annotation.selectors import assignment_get_for_expert
 from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError, NotFound
 from core.prepared import Prepared
+from core.sql_insert import insert_rows
 from experts.models import User
 from experts.notifications import notification_send, notifications_send_many
 from rubrics.models import RubricItem
@@ -76,15 +77,12 @@ def _panel_rows_query(*, task_id: int) -> QuerySet[Any]:
 _PANEL_ROWS: Prepared[Any] = Prepared(_panel_rows_query)
 
 
-def _panels(task: Task, rubric_item_ids: list[int]) -> dict[int, list[User]]:
-    """{item id: the experts whose counted, submitted labels are on the item, in submission order}."""
-    wanted = set(rubric_item_ids)
-    rows = [(item_id, expert_id) for item_id, expert_id in _PANEL_ROWS.tuples(task_id=task.pk) if item_id in wanted]
-    by_id = User.objects.in_bulk({expert_id for _item, expert_id in rows})
-    panels: dict[int, list[User]] = {i: [] for i in rubric_item_ids}
-    for item_id, expert_id in rows:
-        if expert_id in by_id:
-            panels[item_id].append(by_id[expert_id])
+def _panels(task: Task, rubric_item_ids: list[int]) -> dict[int, list[int]]:
+    """{item id: the ids of the experts whose counted, submitted labels are on the item, in submission order}."""
+    panels: dict[int, list[int]] = {i: [] for i in rubric_item_ids}
+    for item_id, expert_id in _PANEL_ROWS.tuples(task_id=task.pk):
+        if item_id in panels:
+            panels[item_id].append(expert_id)
     return panels
 
 
@@ -104,17 +102,18 @@ def consultation_notify_vote(*, consultation: Consultation, users: list[User], n
 def _create_many(*, task: Task, items: list[tuple[RubricItem, str]], by: User | None, reason: str,
                  now: datetime) -> list[Consultation]:
     """Open a consultation on each (item, trigger) of the task, with its panel, and ask the panels to vote:
-    a fixed number of statements however many items (a submission may open several)."""
+    a fixed number of statements however many items (a submission may open several), written by
+    `insert_rows` (the ORM's bulk_create spent more CPU preparing these rows than the database storing them)."""
     project = task.project
-    consultations = Consultation.objects.bulk_create(
-        Consultation(project=project, task=task, rubric_item=item, trigger=trigger, opened_by=by,
-                     opening_reason=reason, opened_at=now,
-                     deadline_at=now + timedelta(hours=project.consult_deadline_h))
-        for item, trigger in items)
+    deadline = now + timedelta(hours=project.consult_deadline_h)
+    consultations = [Consultation(project=project, task=task, rubric_item=item, trigger=trigger, opened_by=by,
+                                  opening_reason=reason, opened_at=now, deadline_at=deadline)
+                     for item, trigger in items]
+    insert_rows(consultations, returning=True)
     panels = _panels(task, [item.pk for item, _trigger in items])
-    ConsultationParticipant.objects.bulk_create(
-        ConsultationParticipant(consultation=c, user=u, role=ConsultationParticipant.Role.PANEL, added_at=now)
-        for c in consultations for u in panels[c.rubric_item_id])
+    insert_rows([ConsultationParticipant(consultation=c, user_id=user_id, role=ConsultationParticipant.Role.PANEL,
+                                         added_at=now)
+                 for c in consultations for user_id in panels[c.rubric_item_id]])
     notices = [(panels[c.rubric_item_id], *_vote_notice(c, item)) for c, (item, _t) in zip(consultations, items,
                                                                                             strict=True)]
     notifications_send_many(kind="consultation_vote", now=now, batch=notices)
@@ -135,8 +134,12 @@ def _open_locked(*, task: Task, item: RubricItem, trigger: str, by: User | None,
                       created=True)
 
 
-def consultations_open_auto(*, task: Task, records: list[ItemConsensus], now: datetime) -> list[Consultation]:
+def consultations_open_auto(*, task: Task, records: list[ItemConsensus], now: datetime,
+                            items: dict[int, RubricItem] | None = None) -> list[Consultation]:
     """Open the consultations the project's rules ask for on a complete task, in the caller's transaction.
+
+    `items` ({id: item}) are rubric items the caller has read already (a submission's, of the task's
+    version); the others the rules need are read here.
 
     The caller holds the task's lock (a submission). Rules: a tie left after the extra experts
     (no slot was added, so the task is complete); a split on an item whose |score| reaches the
@@ -151,11 +154,12 @@ def consultations_open_auto(*, task: Task, records: list[ItemConsensus], now: da
     if project.consult_on_unbroken_tie:
         wanted |= {r.rubric_item_id: Trigger.TIE_UNBROKEN for r in undecided
                    if r.zone == Zone.TIED and r.majority is None}
+    known = dict(items or {})
     if project.consult_on_score_split:
         split = [r.rubric_item_id for r in undecided if r.zone == Zone.SPLIT]
-        scores = dict(RubricItem.objects.filter(pk__in=split).values_list("pk", "score")) if split else {}
+        _items_read(known, split)
         for item_id in split:
-            score = scores.get(item_id)
+            score = known[item_id].score if item_id in known else None
             if score is not None and abs(score) >= project.consult_split_min_score:
                 wanted.setdefault(item_id, Trigger.SCORE_SPLIT)
     if project.consult_on_many_splits:
@@ -167,11 +171,19 @@ def consultations_open_auto(*, task: Task, records: list[ItemConsensus], now: da
         return []
     seen = set(Consultation.objects.filter(task=task, rubric_item_id__in=list(wanted))
                .values_list("rubric_item_id", flat=True))
-    items = RubricItem.objects.in_bulk([i for i in wanted if i not in seen])
-    if not items:
+    opening = [i for i in wanted if i not in seen]
+    _items_read(known, opening)
+    opening = sorted(i for i in opening if i in known)
+    if not opening:
         return []
-    return _create_many(task=task, items=[(items[i], wanted[i]) for i in sorted(items)], by=None, reason="",
-                        now=now)
+    return _create_many(task=task, items=[(known[i], wanted[i]) for i in opening], by=None, reason="", now=now)
+
+
+def _items_read(known: dict[int, RubricItem], ids: list[int]) -> None:
+    """Add to `known` the items of `ids` it lacks (one query, none when it has them all)."""
+    missing = [i for i in ids if i not in known]
+    if missing:
+        known.update(RubricItem.objects.in_bulk(missing))
 
 
 def _item_of_task(task: Task, rubric_item_id: object) -> RubricItem:

@@ -127,7 +127,8 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
             # written again when that submission lands.
             if complete and not tie_slot_add(task=task, records=records):
                 # Final for now: the project's rules may ask the experts to consult on an item.
-                consultations_open_auto(task=task, records=records, now=now)
+                consultations_open_auto(task=task, records=records, now=now,
+                                        items={i.pk: i for i in by_key.values()})
                 events.append((WebhookEvent.CONSENSUS_READY,
                                {"task_id": task.pk, "rubric_version_id": task.rubric_version_id,
                                 "items": len(records), "tied": sum(r.zone == "tied" for r in records)}))

@@ -1,4 +1,4 @@
-"""Django's own PostgreSQL backend, with one change to its server-side binding cursor.
+"""Django's own PostgreSQL backend, with two changes to its server-side binding cursor.
 
 With server-side binding (config/settings/base.py) every parameter travels in the protocol's
 Bind message, which holds at most 65,535 of them: a query with more (an `__in` of 100,000 ids
@@ -7,17 +7,52 @@ query is sent as client-side binding would send it, its values quoted into the t
 psycopg's own `ClientCursor.mogrify`, and never prepared; every other query is bound and
 prepared as usual. Django has no setting for this (`max_query_params` is None on PostgreSQL,
 and `max_in_list_size` only splits an IN list into ORed ones of the same total).
+
+Second, psycopg turns each query's `%s` placeholders into `$1`... by scanning its text with a
+regular expression, and keeps the result only for queries of at most 4,096 characters and 50
+parameters (`psycopg._queries`): the claim's draw, its context and the submission's assignment
+(selected with its task, project, question and expert, about a hundred columns), and the
+ten-row inserts of labels and consensus, are longer or wider, and were scanned again on every
+run (a fourteenth of the web's CPU per submission, sampled). `CachedQuery` keeps the converted
+form of queries up to `CACHED_QUERY_LENGTH` characters and `CACHED_QUERY_PARAMS` parameters
+(the application's statements are a few hundred shapes; an import's thousand-row insert is
+left out, as psycopg leaves it out, so the cache stays small). It relies on psycopg's
+`PostgresQuery` (the cursor's `_query_cls`, psycopg 3.3 as pinned): tests/core/test_postgresql_backend.py
+checks that a long query is converted once and gives the same statement as psycopg's own path.
 """
+from functools import lru_cache
 from typing import Any
 
 from django.db.backends.postgresql import base
 from psycopg import ClientCursor
+from psycopg._queries import PostgresQuery, _query2pg_nocache
 
 # The protocol's limit: the Bind message counts its parameters in a 16-bit field.
 MAX_BOUND_PARAMETERS = 65_535
+CACHED_QUERY_LENGTH = 32_768
+CACHED_QUERY_PARAMS = 1_000
+CACHED_QUERIES = 1_024
+
+# (query bytes, encoding) -> psycopg's converted form, as its own cache keeps it for short queries.
+query_converted = lru_cache(maxsize=CACHED_QUERIES)(_query2pg_nocache)
+
+
+class CachedQuery(PostgresQuery):
+    """psycopg's query conversion, remembered for the long and wide queries psycopg converts every time."""
+
+    def convert(self, query: Any, vars: Any) -> None:
+        if vars is not None and isinstance(query, str | bytes) and len(query) <= CACHED_QUERY_LENGTH \
+                and len(vars) <= CACHED_QUERY_PARAMS:
+            self.query, self._want_formats, self._order, self._parts = query_converted(
+                self._ensure_bytes(query), self._tx.encoding)
+            self.dump(vars)
+            return
+        super().convert(query, vars)
 
 
 class ServerBindingCursor(base.ServerBindingCursor):  # type: ignore[name-defined,misc]
+    _query_cls = CachedQuery
+
     def execute(self, query: Any, params: Any = None, *, prepare: bool | None = None,
                 binary: bool | None = None) -> Any:
         if params is not None and len(params) > MAX_BOUND_PARAMETERS:

@@ -188,9 +188,9 @@ def test_in_process_mode_runs_each_task_after_the_commit(django_capture_on_commi
 def test_a_batch_step_commits_without_waiting_for_the_disk_and_only_that_transaction_does():
     from django.db import connection
 
-    from core.outbox import _row_lock
+    from core.outbox import _row_claim_step
 
-    row = _batch_row([[MARK, {"n": 1}]])
+    row = _batch_row([[MARK, {"n": 1}], [MARK, {"n": 2}]])
 
     def setting() -> str:
         with connection.cursor() as cursor:
@@ -198,10 +198,20 @@ def test_a_batch_step_commits_without_waiting_for_the_disk_and_only_that_transac
             return cursor.fetchone()[0]
 
     with transaction.atomic():
-        assert _row_lock(row.pk) == (0, None)
+        # The row as it was; the first step is counted in the same statement.
+        assert _row_claim_step(row.pk, index=0, last=False, now=timezone.now()) == (0, None)
         assert setting() == "off"
     # set_config(..., is_local => true) ends with its transaction: the test's own is left as it was.
     assert setting() == "on"
+    row.refresh_from_db()
+    assert (row.steps_done, row.done_at) == (1, None)
+    # A step that ran already is not counted again; the last one marks the row done.
+    with transaction.atomic():
+        assert _row_claim_step(row.pk, index=0, last=False, now=timezone.now()) == (1, None)
+    with transaction.atomic():
+        assert _row_claim_step(row.pk, index=1, last=True, now=timezone.now()) == (1, None)
+    row.refresh_from_db()
+    assert row.steps_done == 2 and row.done_at is not None
 
 
 def _commit_batch(capture, *numbers: int) -> None:

@@ -35,3 +35,31 @@ def test_a_query_of_more_parameters_than_the_protocol_holds_still_runs_and_is_no
     few = [u.pk for u in users] + list(range(10**9, 10**9 + MAX_BOUND_PARAMETERS - 2))
     for _ in range(3):
         assert User.objects.filter(pk__in=few).count() == 2
+
+
+def test_a_long_wide_query_is_converted_once_and_runs_as_psycopg_would_run_it():
+    from psycopg._queries import PostgresQuery
+    from psycopg.adapt import Transformer
+
+    from core.postgresql.base import query_converted
+
+    users = [UserFactory(username=f"wide{i}") for i in range(60)]
+    ids = [u.pk for u in users]
+    # Over psycopg's own cache limits (4,096 characters, 50 parameters): a padded text and 60 values.
+    sql = ('SELECT "username" FROM "experts_user" WHERE "id" IN (' + ", ".join(["%s"] * len(ids)) + ")"
+           + " AND 'pad' <> '" + "x" * 4100 + "' ORDER BY \"id\"")
+    query_converted.cache_clear()
+    for _ in range(3):
+        with connection.cursor() as cursor:
+            cursor.execute(sql, ids)
+            assert [row[0] for row in cursor.fetchall()] == [u.username for u in users]
+    info = query_converted.cache_info()
+    assert (info.misses, info.hits) == (1, 2)
+    # The statement sent is psycopg's own conversion of it.
+    ours = connection.connection.cursor()._query_cls
+    assert ours is not PostgresQuery
+    tx = Transformer(connection.connection)
+    mine, psycopgs = ours(tx), PostgresQuery(tx)
+    mine.convert(sql, ids)
+    psycopgs.convert(sql, ids)
+    assert (mine.query, mine.params) == (psycopgs.query, psycopgs.params)

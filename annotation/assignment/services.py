@@ -382,10 +382,16 @@ def _draw_and_lease(*, project: Project, version_id: int, expert: User, profile:
     dims: dict[int, set[int]] | None = None
     candidates: list[Task] = []
     if connection.vendor == "postgresql":
-        candidates = _draw_candidates_at_once(project=project, version_id=version_id, expert=expert,
-                                              difficulties=difficulties, priority=rings.top if
-                                              project.has_priorities else None, draws=draws, rng=rng,
-                                              with_dimensions=bool(strengths))
+        # Twice, from fresh random points, before the walk: a candidate locked by a concurrent claim
+        # is left out, and a second draw (one prepared query) nearly always misses the few tasks
+        # being leased at that instant, where the walk builds and compiles its queries each time.
+        for _draw_at_once in range(2):
+            candidates = _draw_candidates_at_once(project=project, version_id=version_id, expert=expert,
+                                                  difficulties=difficulties, priority=rings.top if
+                                                  project.has_priorities else None, draws=draws, rng=rng,
+                                                  with_dimensions=bool(strengths))
+            if candidates:
+                break
         if candidates and strengths:
             dims = {t.pk: set(t.dimension_ids) for t in candidates}  # type: ignore[attr-defined]
     if not candidates:

@@ -83,8 +83,12 @@ def _history(*, project: Project, expert: User, k: int, labels: int, golden_task
     golden_ids = {t.pk for t in golden_tasks}  # the objects were read before the import made them golden
     per_task = len(next(iter(items.values())))
     regular_n = max(0, (labels - len(seen) * per_task - len(controls) * per_task) // per_task)
+    # By id, which says nothing of a task's place on the draw's ring (its random shuffle key): the tasks
+    # the veterans started lie all round the ring, as tasks drawn over months do. Taken in ring order,
+    # they were one arc of it, and every claim's random points past that arc wrapped round to its first
+    # task (every concurrent claim drew the same task).
     regular = list(Task.objects.filter(project=project, is_golden=False).select_related("response__question")
-                   .order_by("shuffle_key")[k * regular_n:(k + 1) * regular_n])
+                   .order_by("pk")[k * regular_n:(k + 1) * regular_n])
     start = timezone.now() - timedelta(days=120)
     worked = controls + regular
     assignments = Assignment.objects.bulk_create(

@@ -48,7 +48,11 @@ def idempotent_call(*, user: User, key: str | None, scope: str, payload,
     if status >= 500:
         return status, body
     try:
-        with transaction.atomic():
+        if connection.in_atomic_block:
+            with transaction.atomic():  # a savepoint: a duplicate must not break the caller's transaction
+                _record_insert(user=user, key=key, scope=scope, fingerprint=fingerprint, status=status, body=body)
+        else:
+            # One statement, its own transaction (autocommit): no BEGIN and COMMIT round trips around it.
             _record_insert(user=user, key=key, scope=scope, fingerprint=fingerprint, status=status, body=body)
     except IntegrityError:
         # A concurrent duplicate stored its answer first; both ran the idempotent service.

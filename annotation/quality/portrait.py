@@ -220,7 +220,7 @@ def _tallies(expert_id: int, *, hidden_since: datetime | None) -> tuple[int, int
     tasks, references = quote(Task._meta.db_table), quote(GoldenReference._meta.db_table)
     work, submitted = Assignment.Kind.WORK.value, Assignment.Status.SUBMITTED.value
     hidden = "SELECT 0 AS total, 0 AS correct"
-    params: list[int | str | datetime] = [*[expert_id] * 5, work, submitted]
+    params: list[int | str | datetime] = [*[expert_id] * 3, work, submitted]
     if hidden_since is not None:
         hidden = (f"SELECT COUNT(*) AS total, COUNT(*) FILTER (WHERE l.value = g.value) AS correct "
                   f"FROM {labels} l JOIN {assignments} a ON a.id = l.assignment_id "
@@ -228,12 +228,14 @@ def _tallies(expert_id: int, *, hidden_since: datetime | None) -> tuple[int, int
                   f"JOIN {references} g ON g.task_id = l.task_id AND g.rubric_item_id = l.rubric_item_id "
                   f"WHERE a.expert_id = %s AND a.kind = %s AND a.submitted_at >= %s AND t.is_golden")
         params += [expert_id, work, hidden_since]
-    sql = (f"SELECT (SELECT COALESCE(SUM(total), 0) FROM {golden} WHERE expert_id = %s), "
-           f"(SELECT COALESCE(SUM(correct), 0) FROM {golden} WHERE expert_id = %s), "
-           f"(SELECT COALESCE(SUM(total), 0) FROM {peers} WHERE expert_id = %s), "
-           f"(SELECT COALESCE(SUM(agree), 0) FROM {peers} WHERE expert_id = %s), "
-           f"(SELECT COUNT(*) FROM {assignments} WHERE expert_id = %s AND kind = %s AND status = %s), "
-           f"hidden.total, hidden.correct FROM ({hidden}) hidden")
+    # Each tally is read once for both of its sums (one pass over the expert's rows, not two).
+    sql = (f"SELECT golden.total, golden.correct, peers.total, peers.agree, work.n, hidden.total, hidden.correct "
+           f"FROM (SELECT COALESCE(SUM(total), 0) AS total, COALESCE(SUM(correct), 0) AS correct "
+           f"FROM {golden} WHERE expert_id = %s) golden, "
+           f"(SELECT COALESCE(SUM(total), 0) AS total, COALESCE(SUM(agree), 0) AS agree "
+           f"FROM {peers} WHERE expert_id = %s) peers, "
+           f"(SELECT COUNT(*) AS n FROM {assignments} WHERE expert_id = %s AND kind = %s AND status = %s) work, "
+           f"({hidden}) hidden")
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()

@@ -96,6 +96,8 @@ class TierProgress:
 _ACTIVE_RULES = Prepared(lambda: TierRule.objects.filter(is_active=True).order_by("pk"))
 _PROFILE_LOCK = Prepared(lambda *, user_id: ExpertProfile.objects.select_for_update(no_key=True)
                          .filter(user_id=user_id))
+_PROFILE_TIER: Prepared[Any] = Prepared(lambda *, user_id: ExpertProfile.objects.filter(user_id=user_id)
+                                        .values_list("tier"))
 
 
 def _active_rules() -> dict[tuple[str, str], TierRule]:
@@ -169,10 +171,16 @@ def tier_evaluate(*, user: User, stats: ExpertStats, now: datetime) -> list[Tier
     A demotion ends the evaluation; promotions climb one tier at a time while the next
     rule is met, so a newly imported veteran reaches their tier in one call.
     """
-    profile = _PROFILE_LOCK.first(user_id=user.pk)  # after every submission: compiled once per process
+    rules = _active_rules()
+    # After every submission, and nearly always with nothing to change: the tier is read without a
+    # lock first, so the expert's next claim (which locks their profile) does not wait for it. Only a
+    # change locks the profile, and is decided again on the tier as locked.
+    current = _PROFILE_TIER.tuples(user_id=user.pk)
+    if not current or tier_decide(tier=current[0][0], stats=stats, rules=rules) is None:
+        return []
+    profile = _PROFILE_LOCK.first(user_id=user.pk)  # compiled once per process (core.prepared)
     if profile is None:
         return []
-    rules = _active_rules()
     changes: list[TierChange] = []
     for _step in TIER_ORDER:
         decision = tier_decide(tier=profile.tier, stats=stats, rules=rules)

@@ -172,3 +172,32 @@ def test_tier_at_submission_is_kept_on_the_assignment():
     _drain(project, expert)
 
     assert Assignment.objects.get(expert=expert).tier_at_submission == "gold"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_an_evaluation_with_nothing_to_change_never_waits_for_the_profile_a_claim_holds():
+    """The evaluation after each submission locks the profile only to change the tier: a claim of the
+    expert's (which holds the profile's lock while it draws) is not waited for, nor made to wait."""
+    from django.db import connection
+
+    from tests.support.faults import side_connection
+
+    _promotion_rules(min_golden_items=100)
+    project = make_golden_project(golden=12, regular=3, control_rate_pct=0)
+    expert = calibrated(project)
+    _drain(project, expert)
+    profile = ExpertProfile.objects.get(user=expert)
+    with side_connection() as side:  # the profile locked elsewhere, as a claim holds it
+        side.execute(f"SELECT 1 FROM {profile._meta.db_table} WHERE id = %s FOR NO KEY UPDATE", [profile.pk])
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")
+        try:
+            assert expert_evaluate(expert=expert, now=timezone.now()) == []
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("SET lock_timeout = 0")
+    # A change still locks and is made.
+    TierRule.objects.filter(kind="promote").update(min_golden_items=10)
+    assert [(c.from_tier, c.to_tier) for c in expert_evaluate(expert=expert, now=timezone.now())] == [
+        ("bronze", "silver")]

@@ -368,7 +368,7 @@ def main() -> None:
     parser.add_argument("--submissions", type=int, default=300)
     parser.add_argument("--experts", type=int, default=8)
     parser.add_argument("--labels", type=int, default=4000, help="each veteran's history, in labels")
-    parser.add_argument("--warmup", type=int, default=40, help="unmeasured submissions before each phase")
+    parser.add_argument("--warmup", type=int, default=150, help="unmeasured submissions before each phase")
     args = parser.parse_args()
 
     os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/12")
@@ -403,9 +403,12 @@ def main() -> None:
                 tasks = grow(project_id, tasks)
             size: dict = {"tasks": tasks}
             for clients in (1, 4, 8):
-                # Unmeasured first: each served thread's connection prepares its statements on its
-                # first runs (PostgreSQL plans a prepared statement anew for its first five), which a
-                # server that has been up a while has done long ago.
+                # Unmeasured first: each served thread's connection (4 workers of 4 threads: 16)
+                # prepares its statements on their second run and PostgreSQL plans each anew for its
+                # first five runs (5 ms for the claim's context, the draw or the submission's
+                # assignment), which a server that has been up a while has done long ago. 150
+                # submissions give each connection about 19 requests. (A worker recycled after its
+                # max_requests pays this again: about 0.5 s of database CPU a minute at 70/s.)
                 drive(tokens[:clients], project_id, args.warmup)
                 queue_drained(broker)
                 phase = measured(meter, lambda c=clients: drive(tokens[:c], project_id, args.submissions))

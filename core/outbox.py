@@ -16,6 +16,7 @@ pending, or one by one when the sweep sends them again.
 import logging
 import time
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from celery import current_app, states
@@ -88,19 +89,18 @@ def follow_ups_run(*, steps: list[list[Any]], task_id: str | None, now: datetime
     row_id = outbox_row_id(task_id)
     ran = 0
     for index, (name, kwargs) in enumerate(steps):
-        last = index == len(steps) - 1
+        step_due = partial(_step_due, row_id=row_id, index=index, last=index == len(steps) - 1, now=now,
+                           skip_locked=skip_locked)
         try:
             with transaction.atomic():
-                if row_id is not None:
-                    # The task is counted before it runs, in its transaction: an error (the task's or
-                    # the commit's) takes the count back with the task's writes.
-                    state = _row_claim_step(row_id, index=index, last=last, now=now, skip_locked=skip_locked)
-                    if state is None or state[1] is not None:
-                        return ran  # done (a done row is purged after a day), or being run by another worker
-                    if state[0] > index:
-                        continue  # ran in an earlier delivery
-                current_app.tasks[name].run(**kwargs)
-            ran += 1
+                # The task is counted before it runs, in its transaction: an error (the task's or
+                # the commit's) takes the count back with the task's writes.
+                due = step_due()
+                if due == STOP:
+                    return ran
+                if due == RUN:
+                    current_app.tasks[name].run(**kwargs)
+                    ran += 1
         except (OperationalError, InterfaceError):
             raise
         except Exception:  # noqa: BLE001 - one task's bug: it goes on alone, with its own retries
@@ -108,14 +108,27 @@ def follow_ups_run(*, steps: list[list[Any]], task_id: str | None, now: datetime
             # Its transaction was rolled back whole (no savepoint per task: two round trips each, on every
             # step of every batch, for the rare failure); the step is counted and queued alone now.
             with transaction.atomic():
-                if row_id is not None:
-                    state = _row_claim_step(row_id, index=index, last=last, now=now, skip_locked=skip_locked)
-                    if state is None or state[1] is not None:
-                        return ran
-                    if state[0] > index:
-                        continue  # another delivery ran it meanwhile
-                task_send_on_commit(name, **kwargs)
+                due = step_due()
+                if due == STOP:
+                    return ran
+                if due == RUN:
+                    task_send_on_commit(name, **kwargs)
     return ran
+
+
+RUN, SKIP, STOP = "run", "skip", "stop"
+
+
+def _step_due(*, row_id: int | None, index: int, last: bool, now: datetime, skip_locked: bool) -> str:
+    """Whether step `index` of the batch row is to run in this transaction (RUN: it is counted now),
+    ran in an earlier delivery (SKIP), or the batch stops here (STOP: the row is done, gone, or run by
+    another worker). A batch without a row always runs its steps."""
+    if row_id is None:
+        return RUN
+    state = _row_claim_step(row_id, index=index, last=last, now=now, skip_locked=skip_locked)
+    if state is None or state[1] is not None:
+        return STOP  # done (a done row is purged after a day), or being run by another worker
+    return SKIP if state[0] > index else RUN
 
 
 # On PostgreSQL the lock also switches the step's transaction to asynchronous commit (for that

@@ -16,10 +16,12 @@ gathered into one outbox row (`core.follow_ups_run`), whose tasks run in order, 
 on the row in its own transaction, so they run once per commit (`core.outbox`). The row's
 commit does not send a message of its own: it makes sure one drain (`core.follow_ups_drain`)
 is queued, which runs every pending batch row, oldest first, until none is left. A flag on
-the broker's Redis says a drain is queued; the drain clears it before each look at the rows, so a
-row committed after a look queues the next drain. One message then carries the follow-up work
-of the submissions of a quarter second (`DRAIN_DELAY_S`), a batch another worker runs is passed
-over rather than waited for, and a batch row whose drain was lost is sent on its own by the sweep.
+the broker's Redis says a drain is queued or running and will look again; the drain keeps it set
+while it finds rows and clears it (then looks once more) when it finds none, so a row committed
+after that queues the next drain. One message then carries the follow-up work of all the
+submissions made while it runs, and of a quarter second before it (`DRAIN_DELAY_S`); a batch
+another worker runs is passed over rather than waited for, and a batch row whose drain was lost is
+sent on its own by the sweep.
 """
 import logging
 import threading
@@ -158,6 +160,20 @@ def drain_queued_flag(*, set_it: bool) -> bool | None:
     except Exception:  # noqa: BLE001 - no broker to agree on a drain
         logger.warning("follow-up drain flag not reachable", exc_info=True)
         return None
+
+
+def drain_queued_flag_renew() -> None:
+    """Keep the flag set for another `DRAIN_QUEUED_TTL_S` (a running drain that will look again): the
+    batches committed meanwhile send no message. Without a Redis broker, nothing."""
+    if time.monotonic() < _broker_down_until:
+        return
+    try:
+        with current_app.pool.acquire(block=True, timeout=1) as conn:
+            client = getattr(conn.default_channel, "client", None)
+            if client is not None and callable(getattr(client, "set", None)):
+                client.set(_drain_queued_key(), 1, ex=DRAIN_QUEUED_TTL_S)
+    except Exception:  # noqa: BLE001 - the commits meanwhile queue drains of their own, which find little
+        logger.warning("follow-up drain flag not reachable", exc_info=True)
 
 
 def follow_ups_drain_queue(row: Any = None) -> bool:

@@ -11,8 +11,12 @@ A batch of follow-up work (`core.follow_ups_run`, from `core.after_commit.follow
 marks its own row: each of its tasks is counted on the row in the transaction of the task's
 writes, and the last one sets `done_at`, so a second delivery runs only what had not run.
 Batch rows are run by a drain (`follow_ups_drain`), one message for as many rows as are
-pending, or one by one when the sweep sends them again.
+pending, or one by one when the sweep sends them again. A drain runs the untouched rows of each
+look together, in one transaction that marks them all done, and a `coalesce` task (one that brings
+something up to date, such as an expert's tier rules) once for all of them; a row that was half run,
+or a look in which a task fails, goes step by step as above.
 """
+import json
 import logging
 import time
 from datetime import datetime, timedelta
@@ -30,6 +34,7 @@ from core.after_commit import (
     FOLLOW_UPS_TASK,
     _remaining_s,
     drain_queued_flag,
+    drain_queued_flag_renew,
     follow_ups_drain_queue,
     outbox_retry_after,
     task_send,
@@ -169,6 +174,8 @@ def _row_claim_step(row_id: int, *, index: int, last: bool, now: datetime,
 # own flag set again) after this long, well inside the task's time limit.
 DRAIN_BATCH = 50
 DRAIN_BUDGET_S = 20.0
+# The rows of one look run in transactions of at most this many rows (their locks are held that long).
+DRAIN_TOGETHER = 25
 
 
 def _pending_batches_query(*, after_id: int, max_attempts: int) -> QuerySet[Any]:
@@ -186,27 +193,106 @@ def follow_ups_drain(*, budget_s: float = DRAIN_BUDGET_S) -> int:
     """Run the pending batch rows (`core.after_commit`), oldest first, until none is left; returns
     how many batches ran here.
 
-    Before each look at the rows the queued flag is cleared, so a batch that commits after the
-    look queues the next drain, and one that committed before it is in the look. A row another
-    worker is running (its redelivery, a second drain) is skipped, not waited for. Rows that used
-    up their attempts are left to an operator, as the sweep leaves them. Past `budget_s` the
-    drain queues its successor and stops.
+    The queued flag stays set while the drain finds rows (each look renews it), so the batches
+    committed meanwhile send no message: this drain's next look runs them. Once a look finds none,
+    the flag is cleared and the drain looks once more: a batch committed before the clear is in that
+    look, one committed after it queues the next drain. A row another worker is running (its
+    redelivery, a second drain) is skipped, not waited for. Rows that used up their attempts are
+    left to an operator, as the sweep leaves them. Past `budget_s` the drain queues its successor
+    and stops.
     """
     started = time.monotonic()
-    after_id, ran = 0, 0
+    after_id, ran, cleared = 0, 0, False
     while True:
-        drain_queued_flag(set_it=False)
+        if not cleared:
+            drain_queued_flag_renew()
         rows = _PENDING_BATCHES.tuples(after_id=after_id, max_attempts=_max_attempts())
         if not rows:
-            return ran
-        for row_id, kwargs in rows:
-            after_id = row_id
-            if follow_ups_run(steps=kwargs["steps"], task_id=f"{OUTBOX_ID_PREFIX}{row_id}", now=timezone.now(),
-                              skip_locked=True):
-                ran += 1
+            if cleared:
+                return ran
+            drain_queued_flag(set_it=False)
+            cleared = True
+            continue
+        for start in range(0, len(rows), DRAIN_TOGETHER):
+            chunk = rows[start:start + DRAIN_TOGETHER]
+            after_id = chunk[-1][0]
+            ran += _drain_rows(chunk)
             if time.monotonic() - started > budget_s:
+                drain_queued_flag(set_it=False)
                 follow_ups_drain_queue()
                 return ran
+
+
+def _drain_rows(rows: list[tuple[int, dict[str, Any]]]) -> int:
+    """Run the batch rows `rows` ((id, kwargs), oldest first): together in one transaction where each is
+    untouched (`_run_together`), each on its own (`follow_ups_run`) where one was half run or one of
+    the tasks fails. Returns how many rows ran here."""
+    now = timezone.now()
+    together = _run_together(rows, now=now)
+    ran = len(together or ())
+    for row_id, kwargs in rows:
+        if together is not None and row_id in together:
+            continue
+        if follow_ups_run(steps=kwargs["steps"], task_id=f"{OUTBOX_ID_PREFIX}{row_id}", now=now, skip_locked=True):
+            ran += 1
+    return ran
+
+
+# The untouched rows among those given are locked (passing over rows another worker holds) and marked
+# done, all steps counted, in one statement; the transaction commits without waiting for the disk,
+# as a step's does (_STEP_CLAIM_SQL).
+_ROWS_CLAIM_SQL = """WITH locked AS (
+    SELECT id FROM {table} WHERE id = ANY(%(ids)s) AND done_at IS NULL AND steps_done = 0
+    ORDER BY id FOR UPDATE SKIP LOCKED
+)
+UPDATE {table} SET steps_done = jsonb_array_length({table}.kwargs -> 'steps'), done_at = %(now)s FROM locked
+WHERE {table}.id = locked.id
+RETURNING {table}.id, set_config('synchronous_commit', 'off', true)"""
+
+
+def _run_together(rows: list[tuple[int, dict[str, Any]]], *, now: datetime) -> set[int] | None:
+    """Run the steps of the untouched rows among `rows` in one transaction, which marks them done; returns
+    their ids, or None when one task failed (the transaction, its marks with it, was rolled back).
+
+    A task declared `coalesce=True` brings something up to date from what is committed (an expert's
+    tier rules, a project's recompute request): the same call (task and arguments) in several rows
+    runs once, after the other steps of all of them (`_coalesced`); the calls it replaces are the
+    same work done earlier, on less. Elsewhere than PostgreSQL (the embedded mode runs tasks in-process) the
+    rows are left to `follow_ups_run`.
+    """
+    if connection.vendor != "postgresql":
+        return set()
+    try:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(_ROWS_CLAIM_SQL.format(table=OutboxTask._meta.db_table),
+                               {"ids": [row_id for row_id, _ in rows], "now": now})
+                claimed = {row[0] for row in cursor.fetchall()}
+            steps = [step for row_id, kwargs in rows if row_id in claimed for step in kwargs["steps"]]
+            for name, kwargs in _coalesced(steps):
+                current_app.tasks[name].run(**kwargs)
+    except (OperationalError, InterfaceError):
+        raise
+    except Exception:  # noqa: BLE001 - one task's bug: the rows run one by one, where it goes on alone
+        logger.warning("a follow-up task failed in a drain's rows; they run one by one", exc_info=True)
+        return None
+    return claimed
+
+
+def _coalesced(steps: list[list[Any]]) -> list[list[Any]]:
+    """`steps` in order, but each distinct call of a `coalesce` task once, after all the others (in the
+    order of its last call): it then sees every write of the rows, and a lock it takes (a project's,
+    for a recompute request) is held only until the commit that follows."""
+    others: list[list[Any]] = []
+    last: dict[str, list[Any]] = {}
+    for step in steps:
+        if getattr(current_app.tasks.get(step[0]), "coalesce", False):
+            key = json.dumps(step, sort_keys=True)
+            last.pop(key, None)
+            last[key] = step
+        else:
+            others.append(step)
+    return others + list(last.values())
 
 
 def _max_attempts() -> int:

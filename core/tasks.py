@@ -17,7 +17,7 @@ def outbox_sweep_task() -> int:
     return outbox_sweep(now=timezone.now())
 
 
-@shared_task(bind=True, name=FOLLOW_UPS_TASK, acks_late=True,  # type: ignore[untyped-decorator]
+@shared_task(bind=True, name=FOLLOW_UPS_TASK, acks_late=True, ignore_result=True,  # type: ignore[untyped-decorator]
              autoretry_for=(OperationalError, InterfaceError), retry_backoff=True, retry_backoff_max=600,
              retry_jitter=True, max_retries=8, soft_time_limit=120, time_limit=180)
 def follow_ups_run_task(self: Any, *, steps: list[list[Any]]) -> int:
@@ -26,7 +26,7 @@ def follow_ups_run_task(self: Any, *, steps: list[list[Any]]) -> int:
     return follow_ups_run(steps=steps, task_id=self.request.id, now=timezone.now())
 
 
-@shared_task(name=FOLLOW_UPS_DRAIN_TASK, acks_late=True,  # type: ignore[untyped-decorator]
+@shared_task(name=FOLLOW_UPS_DRAIN_TASK, acks_late=True, ignore_result=True,  # type: ignore[untyped-decorator]
              autoretry_for=(OperationalError, InterfaceError), retry_backoff=True, retry_backoff_max=600,
              retry_jitter=True, max_retries=8, soft_time_limit=120, time_limit=180)
 def follow_ups_drain_task() -> int:

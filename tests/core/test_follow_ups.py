@@ -8,7 +8,8 @@ from datetime import timedelta
 
 import pytest
 from celery import current_app
-from django.db import OperationalError, transaction
+from django.db import OperationalError, connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 import core.after_commit as after_commit
@@ -240,29 +241,110 @@ def test_batches_committed_while_a_drain_is_queued_send_nothing_and_the_drain_ru
     assert follow_ups_drain() == 1 and _marks()[-2:] == [4, 14]
 
 
-def test_a_batch_committed_while_the_drain_runs_is_run_by_it_and_also_queues_the_next_drain(
+def test_a_batch_committed_while_the_drain_runs_sends_nothing_and_is_run_by_its_next_look(
         broker, django_capture_on_commit_callbacks, monkeypatch):
     _commit_batch(django_capture_on_commit_callbacks, 1, 11)
-    run = outbox.follow_ups_run
+    run = outbox._drain_rows
     late: list[int] = []
 
-    def run_then_commit_another(**kwargs):
-        ran = run(**kwargs)
+    def run_then_commit_another(rows):
+        ran = run(rows)
         if not late:  # another submission commits after the drain's look at the rows
             late.append(1)
             _commit_batch(django_capture_on_commit_callbacks, 2, 12)
         return ran
 
-    monkeypatch.setattr(outbox, "follow_ups_run", run_then_commit_another)
+    monkeypatch.setattr(outbox, "_drain_rows", run_then_commit_another)
     assert follow_ups_drain() == 2  # its next look saw the late batch
 
     assert _marks() == [1, 11, 2, 12]
-    # The late batch could not know the drain would still look: it queued one more, which finds nothing.
+    # The flag stayed set while the drain found rows: the late batch sent no message of its own.
+    assert [name for name, _, _ in broker] == [FOLLOW_UPS_DRAIN_TASK]
+    # The drain cleared it once it found none: the next submission queues the next drain.
+    _commit_batch(django_capture_on_commit_callbacks, 3, 13)
     assert [name for name, _, _ in broker] == [FOLLOW_UPS_DRAIN_TASK, FOLLOW_UPS_DRAIN_TASK]
-    assert follow_ups_drain() == 0
 
 
-def test_a_drain_past_its_time_budget_queues_its_successor_and_stops(broker, django_capture_on_commit_callbacks):
+def test_a_batch_committed_just_before_the_drain_cleared_the_flag_is_in_its_last_look(
+        broker, django_capture_on_commit_callbacks, monkeypatch):
+    _commit_batch(django_capture_on_commit_callbacks, 1, 11)
+    clear = outbox.drain_queued_flag
+    late: list[int] = []
+
+    def commit_then_clear(*, set_it):
+        if not set_it and not late:  # the drain found no row; a submission commits before the clear
+            late.append(1)
+            _commit_batch(django_capture_on_commit_callbacks, 2, 12)
+        return clear(set_it=set_it)
+
+    monkeypatch.setattr(outbox, "drain_queued_flag", commit_then_clear)
+    assert follow_ups_drain() == 2
+    assert _marks() == [1, 11, 2, 12]
+    assert [name for name, _, _ in broker] == [FOLLOW_UPS_DRAIN_TASK]  # it found the flag set: no message
+
+
+_refreshed: list[dict] = []
+
+
+@app.task(name="tests.follow_up_refresh", batchable=True, coalesce=True)
+def _refresh(*, k: int) -> None:
+    # Brings something up to date from what is committed (a tier evaluation): records what it saw.
+    _refreshed.append({"k": k, "marks": _marks()})
+
+
+@pytest.mark.postgres
+def test_a_drain_runs_the_rows_of_a_look_in_one_transaction_and_a_repeated_refresh_once_after_them():
+    _refreshed.clear()
+    rows = [_batch_row([[MARK, {"n": n}], ["tests.follow_up_refresh", {"k": n % 2}]]) for n in (1, 2, 3)]
+
+    with CaptureQueriesContext(connection) as queries:
+        assert follow_ups_drain() == 3
+
+    assert _marks() == [1, 2, 3]
+    # k=1 (rows 1 and 3) and k=0 (row 2) each run once, after every row's other steps, in the order of
+    # their last call.
+    assert _refreshed == [{"k": 0, "marks": [1, 2, 3]}, {"k": 1, "marks": [1, 2, 3]}]
+    assert all(row.done_at is not None for row in OutboxTask.objects.filter(pk__in=[r.pk for r in rows]))
+    assert OutboxTask.objects.get(pk=rows[0].pk).steps_done == 2
+    # One transaction for the three rows: one claim of the rows, no per-step bookkeeping.
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert sum("FOR UPDATE" in q for q in sql) == 1
+    # A redelivered drain finds nothing to run.
+    assert follow_ups_drain() == 0 and _marks() == [1, 2, 3]
+
+
+@pytest.mark.postgres
+def test_a_task_failing_in_a_drain_undoes_the_rows_together_then_they_run_one_by_one(
+        broker, django_capture_on_commit_callbacks):
+    _refreshed.clear()
+    good = _batch_row([[MARK, {"n": 1}], ["tests.follow_up_refresh", {"k": 1}]])
+    bad = _batch_row([[MARK, {"n": 2}], ["tests.follow_up_broken", {"n": 3}], ["tests.follow_up_refresh", {"k": 1}]])
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert follow_ups_drain() == 2
+
+    # Each row's good tasks ran once (the first, failed try left nothing); the broken one is on its own row.
+    assert _marks() == [1, 2]
+    assert [r["k"] for r in _refreshed] == [1, 1]  # one by one, each row runs its own refresh
+    alone = OutboxTask.objects.get(name="tests.follow_up_broken")
+    assert (alone.kwargs, alone.done_at) == ({"n": 3}, None)
+    assert [name for name, _, _ in broker] == ["tests.follow_up_broken"]
+    assert OutboxTask.objects.filter(pk__in=[good.pk, bad.pk], done_at__isnull=False).count() == 2
+
+
+@pytest.mark.postgres
+def test_a_half_run_row_is_left_out_of_the_rows_together_and_runs_only_its_remaining_steps():
+    half = _batch_row([[MARK, {"n": 1}], [MARK, {"n": 2}]])
+    OutboxTask.objects.filter(pk=half.pk).update(steps_done=1)  # its first step committed before a crash
+    _batch_row([[MARK, {"n": 3}], [MARK, {"n": 4}]])
+
+    assert follow_ups_drain() == 2
+    assert sorted(_marks()) == [2, 3, 4]
+
+
+def test_a_drain_past_its_time_budget_queues_its_successor_and_stops(broker, django_capture_on_commit_callbacks,
+                                                                   monkeypatch):
+    monkeypatch.setattr(outbox, "DRAIN_TOGETHER", 1)  # the budget is looked at between the rows run together
     _commit_batch(django_capture_on_commit_callbacks, 1, 11)
     _commit_batch(django_capture_on_commit_callbacks, 2, 12)
     assert len(broker) == 1

@@ -1,4 +1,9 @@
-"""WSGI entry point (gunicorn); it refuses to serve with unsafe keys (core.checks)."""
+"""WSGI entry point (gunicorn); it refuses to serve with unsafe keys (core.checks).
+
+It also resolves the URL configuration (which imports every view) before serving, so no worker's
+first request pays for it: with `preload_app` (platform/gunicorn.conf.py) that is once, in the
+master, and a worker recycled after its `max_requests` starts warm.
+"""
 import os
 
 from django.core.wsgi import get_wsgi_application
@@ -9,3 +14,15 @@ application = get_wsgi_application()
 from core.checks import startup_refuse_unsafe  # noqa: E402  (needs the apps loaded above)
 
 startup_refuse_unsafe()
+
+
+def _warm() -> None:
+    from django.conf import settings
+    from django.conf.urls.i18n import is_language_prefix_patterns_used
+    from django.urls import get_resolver
+
+    get_resolver().url_patterns  # noqa: B018 - imports the URL modules and their views
+    is_language_prefix_patterns_used(settings.ROOT_URLCONF)  # what LocaleMiddleware asks first
+
+
+_warm()

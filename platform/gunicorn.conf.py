@@ -11,6 +11,11 @@ graceful_timeout = 30
 keepalive = 5
 max_requests = 2000
 max_requests_jitter = 200
+# The application is imported once, in the master (config/wsgi.py also resolves the URLs there),
+# and each worker is forked from it: a worker recycled after max_requests (every minute or so per
+# worker at 70 submissions a second) starts serving at once instead of importing Django again
+# (about a second of CPU each time). Nothing opens a database or broker connection at import.
+preload_app = os.environ.get("GUNICORN_PRELOAD", "1") != "0"
 accesslog = "-"
 errorlog = "-"
 

@@ -201,3 +201,27 @@ def test_the_healthcheck_command_passes_with_the_database_and_redis_and_fails_na
     assert exit_.value.code == 1
     body = json.loads(out.getvalue())
     assert body["status"] == "failing" and body["redis"].startswith("failed: ") and body["database"] == "ok"
+
+
+def test_the_wsgi_module_loads_the_urls_before_serving_and_opens_no_connection_a_fork_would_share():
+    """gunicorn preloads the application in its master (platform/gunicorn.conf.py) and forks the workers:
+    the URLs and views are imported there, and no database or broker connection is open to be shared."""
+    import os
+    import secrets
+    import subprocess
+    import sys
+
+    assert "preload_app = " in (ROOT / "platform" / "gunicorn.conf.py").read_text()
+    probe = (
+        "import sys, config.wsgi\n"
+        "from django.db import connections\n"
+        "from celery import current_app\n"
+        "print('urls' if 'annotation.api.work' in sys.modules else 'no urls')\n"
+        "print('open' if any(c.connection is not None for c in connections.all(initialized_only=True)) else 'closed')\n"
+        "print('no broker' if current_app._pool is None else 'broker')\n"
+    )
+    env = {**os.environ, "SECRET_KEY": secrets.token_urlsafe(48), "RUBRICA_SECRETS_KEY": secrets.token_urlsafe(48),
+           "DJANGO_SETTINGS_MODULE": "config.settings"}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.splitlines() == ["urls", "closed", "no broker"]

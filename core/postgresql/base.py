@@ -19,13 +19,19 @@ form of queries up to `CACHED_QUERY_LENGTH` characters and `CACHED_QUERY_PARAMS`
 left out, as psycopg leaves it out, so the cache stays small). It relies on psycopg's
 `PostgresQuery` (the cursor's `_query_cls`, psycopg 3.3 as pinned): tests/core/test_postgresql_backend.py
 checks that a long query is converted once and gives the same statement as psycopg's own path.
+
+Third, the health check of a kept connection (`DatabaseWrapper.is_usable`) looks at the socket
+before it sends `SELECT 1`, which Django sends at the start of every request otherwise.
 """
+import select
 from functools import lru_cache
 from typing import Any
 
 from django.db.backends.postgresql import base
 from psycopg import ClientCursor
+from psycopg import Error as DatabaseError
 from psycopg._queries import PostgresQuery, _query2pg_nocache
+from psycopg.pq import ConnStatus, TransactionStatus
 
 # The protocol's limit: the Bind message counts its parameters in a 16-bit field.
 MAX_BOUND_PARAMETERS = 65_535
@@ -60,7 +66,34 @@ class ServerBindingCursor(base.ServerBindingCursor):  # type: ignore[name-define
         return super().execute(query, params, prepare=prepare, binary=binary)
 
 
+def _has_input(fd: int) -> bool:
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLPRI)
+    return bool(poller.poll(0))
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
+    def is_usable(self) -> bool:
+        """Whether the kept connection still works, without a round trip when it plainly does.
+
+        Django asks at the start of each request that reuses a connection (CONN_HEALTH_CHECKS) and
+        sends `SELECT 1` each time: a round trip and a statement for the server, on every request.
+        A connection the server closed while it sat idle (a restart, `pg_terminate_backend`, an idle
+        timeout) has something to read: the server's last message and the end of the stream. So an
+        idle connection in the OK state with nothing to read is usable; any other gets Django's
+        `SELECT 1`. (A peer that vanished without a word is caught by neither before a statement.)
+        """
+        conn = self.connection
+        if conn is None:
+            return False
+        try:
+            if (conn.info.status == ConnStatus.OK and conn.info.transaction_status == TransactionStatus.IDLE
+                    and not _has_input(conn.fileno())):
+                return True
+        except (DatabaseError, OSError, ValueError):
+            pass
+        return bool(super().is_usable())
+
     def get_connection_params(self) -> dict[str, Any]:
         params: dict[str, Any] = super().get_connection_params()
         if params.get("cursor_factory") is base.ServerBindingCursor:  # type: ignore[attr-defined]

@@ -63,3 +63,30 @@ def test_a_long_wide_query_is_converted_once_and_runs_as_psycopg_would_run_it():
     mine.convert(sql, ids)
     psycopgs.convert(sql, ids)
     assert (mine.query, mine.params) == (psycopgs.query, psycopgs.params)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_kept_idle_connection_is_found_usable_without_a_statement_and_one_the_server_closed_is_not():
+    import time
+
+    from tests.support.faults import side_connection
+
+    connection.ensure_connection()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 'the last statement', pg_backend_pid()")
+        pid = cursor.fetchone()[1]
+    with side_connection() as side:
+        def last_statement() -> str:
+            return side.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", [pid]).fetchone()[0]
+
+        # The check a request starts with, on a connection that is fine: no SELECT 1 reaches the server.
+        assert connection.is_usable()
+        assert last_statement().startswith("SELECT 'the last statement'")
+        # The server ends the session while the connection sits idle (a restart, an administrator).
+        side.execute("SELECT pg_terminate_backend(%s)", [pid])
+        time.sleep(0.2)
+    assert not connection.is_usable()
+    connection.close()
+    with connection.cursor() as cursor:  # a new session, as the next request gets
+        cursor.execute("SELECT 1")
+        assert cursor.fetchone() == (1,)

@@ -1,8 +1,12 @@
 """Reads scoped to the requesting user. Missing and not-yours give the same NotFound."""
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db import connection
+from django.db.models import Count, F, Q, QuerySet, Sum
 from guardian.shortcuts import get_objects_for_user, get_users_with_perms
 
 from annotation import permissions
@@ -85,15 +89,44 @@ def rubric_version_current(project: Project) -> RubricVersion | None:
 
 def _task_items_query(*, version_id: int, question_ref: str) -> QuerySet[RubricItem]:
     return (RubricItem.objects.filter(version_id=version_id, question_ref=question_ref)
-            .select_related("dimension").order_by("position"))
+            .select_related("dimension").annotate(version_status=F("version__status")).order_by("position"))
 
 
 _TASK_ITEMS = Prepared(_task_items_query)
 
+# The items of a published version never change (a database trigger refuses it), and every claim and
+# submission reads a task's: each process keeps them, per version and question, for ITEMS_KEEP_S
+# (the dimension they carry is taxonomy an admin may rename: it shows within that time), at most
+# ITEMS_KEPT of them. A draft version's items are read each time. The items are shared: read-only.
+ITEMS_KEEP_S = 60.0
+ITEMS_KEPT = 4096
+_items_kept: OrderedDict[tuple[str, int, str], tuple[float, tuple[RubricItem, ...]]] = OrderedDict()
+_items_lock = threading.Lock()
+
 
 def rubric_items_for_task(task) -> list[RubricItem]:
     """The rubric items a task is labelled on, in order (compiled once per process: on every claim and submit)."""
-    return _TASK_ITEMS.all(version_id=task.rubric_version_id, question_ref=task.response.question.external_id)
+    key = (connection.settings_dict["NAME"], task.rubric_version_id, task.response.question.external_id)
+    now = time.monotonic()
+    with _items_lock:
+        kept = _items_kept.get(key)
+        if kept is not None and kept[0] > now:
+            _items_kept.move_to_end(key)
+            return list(kept[1])
+    items = _TASK_ITEMS.all(version_id=key[1], question_ref=key[2])
+    if items and all(getattr(i, "version_status", None) == RubricVersion.Status.PUBLISHED for i in items):
+        with _items_lock:
+            _items_kept[key] = (now + ITEMS_KEEP_S, tuple(items))
+            _items_kept.move_to_end(key)
+            while len(_items_kept) > ITEMS_KEPT:
+                _items_kept.popitem(last=False)
+    return items
+
+
+def rubric_items_forget() -> None:
+    """Drop the items this process keeps (tests: a flushed database numbers its rows again)."""
+    with _items_lock:
+        _items_kept.clear()
 
 
 def project_experts(project: Project) -> QuerySet[User]:

@@ -50,6 +50,10 @@ def _cache_of_this_worker():
 def _empty_cache():
     from django.core.cache import cache
 
+    from annotation.selectors import rubric_items_forget
+
+    rubric_items_forget()  # the rubric items a process keeps, by version id
+
     if hasattr(cache, "delete_pattern"):
         cache.delete_pattern("*")  # django-redis: only this worker's prefix
     else:

@@ -15,6 +15,7 @@ held for the few statements that look for a pending row and create one.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from datetime import datetime, timedelta
 
@@ -39,6 +40,27 @@ TRANSIENT_ERRORS = (OperationalError, InterfaceError)
 
 def debounce_seconds() -> int:
     return int(getattr(settings, "RUBRICA_AGREEMENT_DEBOUNCE_S", 30))
+
+
+# A recompute's cost grows with the project (every label is read, the rankings are bootstrapped):
+# on a large one it can take longer than the debounce, and a steady flow of labels would then keep
+# a worker computing reports without pause. So the wait before a recompute is also at least
+# REPORT_COST_FACTOR times what the project's last one took: reports then take at most about a
+# tenth of a worker while labels arrive. A PM's "recompute now" does not wait.
+REPORT_COST_FACTOR = 9
+REPORT_WAIT_MAX_S = 3600
+
+
+def _debounce_for(project: Project) -> int:
+    """The wait before the project's next debounced recompute (seconds)."""
+    base = debounce_seconds()
+    if base <= 0:
+        return base
+    last_ms = (AgreementReport.objects.filter(project=project, status=AgreementReport.Status.DONE,
+                                              duration_ms__isnull=False)
+               .order_by("-computed_at", "-pk").values_list("duration_ms", flat=True).first())
+    scaled = math.ceil(REPORT_COST_FACTOR * (last_ms or 0) / 1000)
+    return max(base, min(scaled, REPORT_WAIT_MAX_S))
 
 
 def judge_run_default(*, project: Project) -> JudgeRun | None:
@@ -120,9 +142,9 @@ def agreement_report_request(*, project: Project, now: datetime, judge_run: Judg
     when a debounced one is already waiting; that one then finds its row done and stops.
     Returns the pending row the computation will fill.
     """
-    delay = debounce_seconds() if debounce_s is None else max(0, int(debounce_s))
     with transaction.atomic():
         project_lock(project.pk)
+        delay = _debounce_for(project) if debounce_s is None else max(0, int(debounce_s))
         # Under the lock (requests of one project run one after another), so one pending row is written.
         pending = (AgreementReport.objects.filter(project=project, judge_run=judge_run,
                                                   status=AgreementReport.Status.PENDING)
@@ -162,7 +184,8 @@ def agreement_report_request_for(*, project_id: int, now: datetime) -> int | Non
 def _stale_after() -> timedelta:
     """A running row older than this was abandoned by a lost worker and may be claimed again."""
     hard_limit = int(getattr(settings, "CELERY_TASK_TIME_LIMIT", 360))
-    return timedelta(seconds=debounce_seconds() + 2 * hard_limit)
+    # Measured from the request: the wait before the computation starts can be the longest one.
+    return timedelta(seconds=max(debounce_seconds(), REPORT_WAIT_MAX_S) + 2 * hard_limit)
 
 
 def agreement_report_process(*, report_id: int, now: datetime, attempt_id: str = "") -> AgreementReport | None:

@@ -522,3 +522,27 @@ def test_labels_arriving_while_a_recompute_waits_join_it_without_waiting_on_the_
     AgreementReport.objects.filter(pk=first).update(status=AgreementReport.Status.DONE)
     later = agreement_report_request_task.run(project_id=project.pk)
     assert later != first and AgreementReport.objects.filter(pk=later).exists()
+
+
+def test_the_wait_before_a_recompute_grows_with_what_the_last_one_took(panel, settings, monkeypatch):
+    """On a large project a recompute can outlast the debounce; labels arriving steadily would then keep a
+    worker computing reports. The wait is at least nine times the last computation's time, an hour at most."""
+    from annotation.agreement import services
+
+    project, _, _, _ = panel
+    settings.RUBRICA_AGREEMENT_DEBOUNCE_S = 30
+    countdowns: list[float] = []
+    monkeypatch.setattr(services, "task_send_on_commit", lambda name, **kwargs: countdowns.append(kwargs["countdown"]))
+
+    def wait_of_a_request(minute: int, **kwargs) -> float:
+        agreement_report_request(project=project, now=T0 + timedelta(minutes=minute), **kwargs)
+        AgreementReport.objects.filter(project=project, status=AgreementReport.Status.PENDING).delete()
+        return countdowns[-1]
+
+    assert wait_of_a_request(0) == 30  # no report yet: the debounce
+    done = agreement_report_compute(project=project, now=T0)
+    for minute, took_ms, wait in ((1, 1_200, 30), (2, 40_000, 360), (3, 3_000_000, 3600)):
+        AgreementReport.objects.filter(pk=done.pk).update(duration_ms=took_ms)
+        assert wait_of_a_request(minute) == wait, took_ms
+    # A PM's "recompute now" does not wait, however long the last one took.
+    assert wait_of_a_request(4, debounce_s=0) == 0

@@ -98,8 +98,14 @@ def percentiles(samples: list[float]) -> dict:
     return {"p50_ms": pick(0.50), "p95_ms": pick(0.95), "p99_ms": pick(0.99), "n": len(ordered)}
 
 
-def drive(tokens: list[str], project_id: int, submissions: int) -> dict:
-    """`len(tokens)` experts loop next-task -> submit until `submissions` submissions are in, together."""
+def drive(tokens: list[str], project_id: int, submissions: int,
+          kept: dict[str, http.client.HTTPConnection] | None = None) -> dict:
+    """`len(tokens)` experts loop next-task -> submit until `submissions` submissions are in, together.
+
+    Each expert keeps one connection; with `kept`, the connections of an earlier drive (its warm-up):
+    gunicorn hands a connection's requests to the worker that accepted it, so the measured requests
+    reach the workers, threads and database sessions the warm-up prepared, as a server's do once it
+    has been up a while, instead of a worker that new connections happened to wake."""
     next_lat: list[float] = []
     submit_lat: list[float] = []
     lock = threading.Lock()
@@ -119,7 +125,9 @@ def drive(tokens: list[str], project_id: int, submissions: int) -> dict:
         rng = random.Random(token)
         # The standard library's client on one kept-alive connection per expert: the clients share the
         # machine with the stack they measure, and httpx spent about 4 ms of CPU per submission.
-        client = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
+        client = (kept or {}).get(token) or http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
+        if kept is not None:
+            kept[token] = client
         auth = {"Authorization": f"Token {token}"}
 
         def post(path: str, body: dict | None = None, **headers: str) -> tuple[int, bytes]:
@@ -152,7 +160,8 @@ def drive(tokens: list[str], project_id: int, submissions: int) -> dict:
                     next_lat.append(t1 - t0)
                     submit_lat.append(t3 - t2)
         finally:
-            client.close()
+            if kept is None:
+                client.close()
 
     threads = [threading.Thread(target=worker, args=(t,)) for t in tokens]
     started = time.perf_counter()
@@ -409,11 +418,16 @@ def main() -> None:
                 # prepares its statements on their second run and PostgreSQL plans each anew for its
                 # first five runs (5 ms for the claim's context, the draw or the submission's
                 # assignment), which a server that has been up a while has done long ago. 150
-                # submissions give each connection about 19 requests. (A worker recycled after its
-                # max_requests pays this again: about 0.5 s of database CPU a minute at 70/s.)
-                drive(tokens[:clients], project_id, args.warmup)
+                # submissions give each connection about 19 requests, and the measured phase goes on
+                # on the warm-up's client connections, so on the same served threads. (A worker
+                # recycled after its max_requests pays this again: about 0.5 s of database CPU a
+                # minute at 70/s.)
+                kept: dict[str, http.client.HTTPConnection] = {}
+                drive(tokens[:clients], project_id, args.warmup, kept)
                 queue_drained(broker)
-                phase = measured(meter, lambda c=clients: drive(tokens[:c], project_id, args.submissions))
+                phase = measured(meter, lambda c=clients, k=kept: drive(tokens[:c], project_id, args.submissions, k))
+                for connection in kept.values():
+                    connection.close()
                 phase["follow_ups_drained_after_s"] = queue_drained(broker)
                 size[f"clients_{clients}"] = phase
             size["profile"] = profile_claim_and_submit(project_id, expert_ids[-1])

@@ -11,6 +11,7 @@ from celery.signals import (
     task_retry,
     task_success,
     worker_init,
+    worker_process_init,
 )
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -27,6 +28,14 @@ def _refuse_unsafe_keys(**kwargs) -> None:
     from core.checks import startup_refuse_unsafe
 
     startup_refuse_unsafe()
+
+
+@worker_process_init.connect
+def _gc_tune(**kwargs) -> None:
+    """Each pool process sets the loaded application aside from the garbage collector (core.gc_tuning)."""
+    from core.gc_tuning import gc_tune
+
+    gc_tune()
 
 
 # The request a task was sent from travels in a message header, so the worker's log lines for

@@ -2,7 +2,8 @@
 
 It also resolves the URL configuration (which imports every view) before serving, so no worker's
 first request pays for it: with `preload_app` (platform/gunicorn.conf.py) that is once, in the
-master, and a worker recycled after its `max_requests` starts warm.
+master, and a worker recycled after its `max_requests` starts warm. Then the objects loaded so far
+are set aside from the garbage collector (`core.gc_tuning`).
 """
 import os
 
@@ -12,6 +13,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_wsgi_application()
 
 from core.checks import startup_refuse_unsafe  # noqa: E402  (needs the apps loaded above)
+from core.gc_tuning import gc_tune  # noqa: E402
 
 startup_refuse_unsafe()
 
@@ -26,3 +28,4 @@ def _warm() -> None:
 
 
 _warm()
+gc_tune()

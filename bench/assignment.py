@@ -420,8 +420,7 @@ def main() -> None:
                 # assignment), which a server that has been up a while has done long ago. 150
                 # submissions give each connection about 19 requests, and the measured phase goes on
                 # on the warm-up's client connections, so on the same served threads. (A worker
-                # recycled after its max_requests pays this again: about 0.5 s of database CPU a
-                # minute at 70/s.)
+                # recycled after its max_requests, about every ten minutes at 70/s, pays this again.)
                 kept: dict[str, http.client.HTTPConnection] = {}
                 drive(tokens[:clients], project_id, args.warmup, kept)
                 queue_drained(broker)

@@ -7,8 +7,9 @@ thousands of floats, tens of kilobytes each way for every call, and two processe
 at once lose each other's calls. Here each scope counts calls in fixed windows of its period
 (an atomic INCR) and estimates the rate over the last full period as a sliding window does:
 the previous window's count, weighted by the share of it still inside the period, plus the
-current window's. With django-redis that is one round trip (INCR, EXPIRE and GET in one
-pipeline); with another cache (the embedded mode's memory cache) it is `get`, then `add` or `incr`.
+current window's. With django-redis that is one round trip for every scope of a call (INCR,
+EXPIRE and GET of each in one pipeline: the user's and the address's counts together); with
+another cache (the embedded mode's memory cache) it is `get`, then `add` or `incr`, per scope.
 
 A refused call is counted too, so a client that keeps calling while throttled stays throttled
 until it slows down; `Retry-After` is the time until the estimate falls under the rate if it
@@ -44,17 +45,61 @@ class CountingRateThrottle(SimpleRateThrottle):
             return True
         self.now = self.timer()
         current_key, previous_key, self.gone = self.window_keys(self.key, self.now)
-        counts = self._count(current_key, previous_key)
+        counts = self._counted_together(request, view, current_key, previous_key)
         if counts is None:
             return True  # the cache is unavailable: nothing is counted, nothing is refused
         self.current, self.previous = counts
         return bool(self.previous * (1 - self.gone) + self.current <= self.num_requests)
 
-    def _count(self, current_key: str, previous_key: str) -> tuple[int, int] | None:
+    def _counted_together(self, request: Any, view: Any, current_key: str,
+                          previous_key: str) -> tuple[int, int] | None:
+        """This scope's counts, from the one round trip that counts every scope of the request.
+
+        DRF asks each throttle of the view in turn, and asks every one even after one refuses, so
+        the first to ask counts them all at once (with django-redis: one pipeline for the user's and
+        the address's windows instead of one each) and the others read their counts from the request.
+        """
+        counted: dict[tuple[str, str], tuple[int, int] | None] | None = getattr(
+            request, "_rubrica_throttle_counts", None)
+        if counted is None:
+            windows = [(current_key, previous_key, self.duration)]
+            for other in view.get_throttles() if hasattr(view, "get_throttles") else ():
+                if isinstance(other, CountingRateThrottle) and other.rate is not None \
+                        and type(other) is not type(self):
+                    key = other.get_cache_key(request, view)
+                    if key is not None:
+                        windows.append((*other.window_keys(key, self.now)[:2], other.duration))
+            counted = {(current, previous): counts for (current, previous, _), counts
+                       in zip(windows, self._count_many(windows), strict=True)}
+            try:
+                request._rubrica_throttle_counts = counted
+            except AttributeError:  # a request that takes no attributes: each scope counts alone
+                pass
+        if (current_key, previous_key) not in counted:
+            return self._count(current_key, previous_key)
+        return counted[(current_key, previous_key)]
+
+    def _count_many(self, windows: list[tuple[str, str, int]]) -> list[tuple[int, int] | None]:
+        """`_count` of each (current key, previous key, its scope's period), in one pipeline with django-redis."""
+        client = _redis_client(self.cache)
+        if client is None or len(windows) == 1:
+            return [self._count(current, previous, duration) for current, previous, duration in windows]
+        try:
+            pipe = client.pipeline(transaction=False)
+            for current, previous, duration in windows:
+                pipe.incr(self.cache.make_key(current))
+                pipe.expire(self.cache.make_key(current), 2 * int(math.ceil(duration)))
+                pipe.get(self.cache.make_key(previous))
+            replies = pipe.execute()
+        except Exception:  # noqa: BLE001 - any cache failure lets the calls through, as IGNORE_EXCEPTIONS does
+            return [None] * len(windows)
+        return [(int(replies[3 * i]), int(replies[3 * i + 2] or 0)) for i in range(len(windows))]
+
+    def _count(self, current_key: str, previous_key: str, duration: int | None = None) -> tuple[int, int] | None:
         """(this window's calls, this one included; the previous window's), or None without a cache."""
         client = _redis_client(self.cache)
         # A window's counter lives for two periods: it is read as the previous one through the next.
-        ttl = 2 * int(math.ceil(self.duration))
+        ttl = 2 * int(math.ceil(self.duration if duration is None else duration))
         try:
             if client is not None:
                 pipe = client.pipeline(transaction=False)

@@ -130,3 +130,29 @@ def test_calls_racing_from_many_threads_are_each_counted_once_against_the_rate(m
     codes = run_together(one, 24)
 
     assert sorted(codes) == [200] * 10 + [429] * 14
+
+
+def test_one_call_counts_the_user_and_the_address_in_one_round_trip_to_redis(monkeypatch, low_rates):
+    from django.core.cache import cache
+    from redis.client import Pipeline
+
+    if not hasattr(cache, "delete_pattern"):
+        pytest.skip("the cache is not django-redis here: each scope is counted by get and incr")
+    now = CountingRateThrottle.timer()
+    monkeypatch.setattr(CountingRateThrottle, "timer", staticmethod(lambda: now))  # one window for both calls
+    user, address = _fresh_expert(), _address()
+    throttle_forget("address", address, now=now, duration=60)
+    trips: list[int] = []
+    execute = Pipeline.execute
+    monkeypatch.setattr(Pipeline, "execute", lambda self, *a, **k: trips.append(len(self.command_stack))
+                        or execute(self, *a, **k))
+    client = APIClient()
+
+    for _ in range(2):
+        assert client.get("/api/v1/notifications/", HTTP_AUTHORIZATION=_token(user),
+                          REMOTE_ADDR=address).status_code == 200
+
+    assert trips == [6, 6]  # per call: INCR, EXPIRE and GET of the user's window and of the address's
+    for scope, ident in (("user", user.pk), ("address", address)):
+        key = SimpleRateThrottle.cache_format % {"scope": scope, "ident": ident}
+        assert cache.get(f"{key}:w{int(now // 60)}") == 2, scope

@@ -11,7 +11,7 @@ from django.utils import timezone
 from annotation import permissions
 from annotation.assignment.services import assignment_claim_next
 from annotation.models import Assignment, Draft, Label, Question, Response, Task
-from annotation.selectors import rubric_items_for_task, task_progress_for_project
+from annotation.selectors import rubric_items_for_task, rubric_items_forget, task_progress_for_project
 from annotation.services import project_add_member
 from experts.models import ExpertProfile
 from experts.notifications import notification_send
@@ -640,12 +640,16 @@ def test_the_annotation_page_reads_the_same_queries_for_two_items_as_for_eight(c
     client.get(reverse("annotate", args=[few.pk]))  # the process's caches (content types) filled
 
     def page(assignment: Assignment, **headers) -> int:
+        rubric_items_forget()  # a process that has not kept the task's rubric items yet
         return _queries(lambda: client.get(reverse("annotate", args=[assignment.pk]), **headers))
 
     # Session, user, the assignment with its task, question and version, its draft, its return,
     # the rubric items, the case library, the unread count (the top bar: the full page only).
     assert page(few) == page(many) == 8
     assert page(few, **HTMX) == page(many, **HTMX) == 7
+    # The items of a published version are kept by the process: the next page does not read them.
+    client.get(reverse("annotate", args=[many.pk]))
+    assert _queries(lambda: client.get(reverse("annotate", args=[many.pk]))) == 7
 
 
 def test_the_draft_autosave_reads_the_same_queries_for_two_marks_as_for_eight(client):
@@ -655,6 +659,7 @@ def test_the_draft_autosave_reads_the_same_queries_for_two_marks_as_for_eight(cl
 
     def save(assignment: Assignment) -> int:
         data = marks(item_keys(assignment))
+        rubric_items_forget()  # the worst case: the process has not kept the task's rubric items
         return _queries(lambda: client.post(reverse("draft_save_view", args=[assignment.pk]), data, **HTMX))
 
     save(few)  # the first save creates the draft; later ones update it, as autosave does all day

@@ -24,6 +24,11 @@ for the network (judge requests run between two short transactions).
 7. `Consultation` (`consultation_lock`): after its Task when resolving (the resolution
    rewrites the task's consensus); on its own for a vote, an invitation or a reveal.
 
+A follow-up drain (core.outbox) runs several submissions' follow-ups in one transaction; the
+ones that may lock a row of this chain (a recompute request: the project; a tier evaluation: an
+expert's profile) run last, once each, ranked by the task's `lock_order` (3, then 6) and experts
+in pk order.
+
 Apart from that chain, each on its own and never inside it:
 
 * `CalibrationAttempt` (`calibration_attempt_lock`) before writing its answers;

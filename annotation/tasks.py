@@ -31,8 +31,10 @@ from annotation.webhooks.tasks import *  # noqa: F401,F403
 from annotation.workload.tasks import *  # noqa: F401,F403
 
 
-@shared_task(name="annotation.expert_evaluate", acks_late=True, batchable=True, coalesce=True, soft_time_limit=60,
-             time_limit=90, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
+# coalesce: a drain runs one evaluation per expert for its rows, last; lock_order: it may lock the
+# expert's profile, 6th in annotation.lock_objects' order.
+@shared_task(name="annotation.expert_evaluate", acks_late=True, batchable=True, coalesce=True, lock_order=6,
+             soft_time_limit=60, time_limit=90, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
 def expert_evaluate_task(*, user_id: int) -> int:
     """Re-apply the tier rules to one expert after a submission; returns the number of tier changes."""
     user = User.objects.filter(pk=user_id).first()

@@ -256,9 +256,9 @@ def _run_together(rows: list[tuple[int, dict[str, Any]]], *, now: datetime) -> s
 
     A task declared `coalesce=True` brings something up to date from what is committed (an expert's
     tier rules, a project's recompute request): the same call (task and arguments) in several rows
-    runs once, after the other steps of all of them (`_coalesced`); the calls it replaces are the
-    same work done earlier, on less. Elsewhere than PostgreSQL (the embedded mode runs tasks in-process) the
-    rows are left to `follow_ups_run`.
+    runs once, after the other steps of all of them, in lock order (`_coalesced`); the calls it
+    replaces are the same work done earlier, on less. Elsewhere than PostgreSQL (the embedded mode
+    runs tasks in-process) the rows are left to `follow_ups_run`.
     """
     if connection.vendor != "postgresql":
         return set()
@@ -280,19 +280,23 @@ def _run_together(rows: list[tuple[int, dict[str, Any]]], *, now: datetime) -> s
 
 
 def _coalesced(steps: list[list[Any]]) -> list[list[Any]]:
-    """`steps` in order, but each distinct call of a `coalesce` task once, after all the others (in the
-    order of its last call): it then sees every write of the rows, and a lock it takes (a project's,
-    for a recompute request) is held only until the commit that follows."""
+    """`steps` in order, but each distinct call of a `coalesce` task once, after all the others: it then
+    sees every write of the rows, and a lock it takes (a project's, for a recompute request) is held
+    only until the commit that follows. The calls run in their tasks' `lock_order` (the rank of the row
+    they lock in the app's lock order), then by arguments (experts in pk order), so two drains
+    running at once take those locks in one order."""
     others: list[list[Any]] = []
-    last: dict[str, list[Any]] = {}
+    calls: dict[str, list[Any]] = {}
     for step in steps:
         if getattr(current_app.tasks.get(step[0]), "coalesce", False):
-            key = json.dumps(step, sort_keys=True)
-            last.pop(key, None)
-            last[key] = step
+            calls.setdefault(json.dumps(step, sort_keys=True), step)
         else:
             others.append(step)
-    return others + list(last.values())
+
+    def order(step: list[Any]) -> tuple[int, str, list[tuple[str, Any]]]:
+        return (int(getattr(current_app.tasks.get(step[0]), "lock_order", 0)), step[0], sorted(step[1].items()))
+
+    return others + sorted(calls.values(), key=order)
 
 
 def _max_attempts() -> int:

@@ -40,7 +40,9 @@ def agreement_report_compute_task(self, *, project_id: int, judge_run_id: int | 
     return agreement_report_compute(project=project, judge_run=run, now=now).pk
 
 
-@shared_task(name="annotation.agreement_report_request", acks_late=True, batchable=True, coalesce=True,
+# coalesce: a drain asks once per project for its rows, last; lock_order: it may lock the project,
+# 3rd in annotation.lock_objects' order.
+@shared_task(name="annotation.agreement_report_request", acks_late=True, batchable=True, coalesce=True, lock_order=3,
              autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, max_retries=5, soft_time_limit=30, time_limit=60)
 def agreement_report_request_task(*, project_id: int) -> int | None:
     """Labels arrived in `project_id`: ask for a debounced recompute; returns the pending report's id."""

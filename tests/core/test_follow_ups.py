@@ -292,20 +292,28 @@ def _refresh(*, k: int) -> None:
     _refreshed.append({"k": k, "marks": _marks()})
 
 
+@app.task(name="tests.follow_up_refresh_locking", batchable=True, coalesce=True, lock_order=6)
+def _refresh_locking(*, k: int) -> None:
+    # One that locks a row further down the lock order (an expert's profile): it runs after the others.
+    _refreshed.append({"locking": k})
+
+
 @pytest.mark.postgres
 def test_a_drain_runs_the_rows_of_a_look_in_one_transaction_and_a_repeated_refresh_once_after_them():
     _refreshed.clear()
-    rows = [_batch_row([[MARK, {"n": n}], ["tests.follow_up_refresh", {"k": n % 2}]]) for n in (1, 2, 3)]
+    rows = [_batch_row([["tests.follow_up_refresh_locking", {"k": 4 - n}], [MARK, {"n": n}],
+                        ["tests.follow_up_refresh", {"k": n % 2}]]) for n in (1, 2, 3)]
 
     with CaptureQueriesContext(connection) as queries:
         assert follow_ups_drain() == 3
 
     assert _marks() == [1, 2, 3]
-    # k=1 (rows 1 and 3) and k=0 (row 2) each run once, after every row's other steps, in the order of
-    # their last call.
-    assert _refreshed == [{"k": 0, "marks": [1, 2, 3]}, {"k": 1, "marks": [1, 2, 3]}]
+    # k=1 (rows 1 and 3) and k=0 (row 2) each run once, after every row's other steps; then the ones
+    # further down the lock order, each once, by their arguments (as experts go, in pk order).
+    assert _refreshed == [{"k": 0, "marks": [1, 2, 3]}, {"k": 1, "marks": [1, 2, 3]},
+                          {"locking": 1}, {"locking": 2}, {"locking": 3}]
     assert all(row.done_at is not None for row in OutboxTask.objects.filter(pk__in=[r.pk for r in rows]))
-    assert OutboxTask.objects.get(pk=rows[0].pk).steps_done == 2
+    assert OutboxTask.objects.get(pk=rows[0].pk).steps_done == 3
     # One transaction for the three rows: one claim of the rows, no per-step bookkeeping.
     sql = [q["sql"] for q in queries.captured_queries]
     assert sum("FOR UPDATE" in q for q in sql) == 1
@@ -403,3 +411,22 @@ def test_a_drain_passes_a_batch_another_worker_is_running_instead_of_waiting_for
         assert _marks() == [2]
     assert follow_ups_drain() == 1  # once the other worker let go (here: without running it)
     assert sorted(_marks()) == [1, 2]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_drains_racing_over_the_same_rows_run_each_rows_tasks_exactly_once():
+    """Two drains at once (two worker processes, or a redelivery beside the next drain): each takes the
+    rows the other has not locked, and every batch's tasks run once, with its refresh once per look."""
+    from tests.support.threads import run_together
+
+    _refreshed.clear()
+    rows = [_batch_row([[MARK, {"n": n}], ["tests.follow_up_refresh", {"k": n % 3}]]) for n in range(1, 61)]
+
+    ran = run_together(follow_ups_drain, 3)
+
+    assert sum(ran) == 60
+    assert sorted(_marks()) == list(range(1, 61))
+    assert not OutboxTask.objects.filter(pk__in=[r.pk for r in rows], done_at__isnull=True).exists()
+    # Each refresh ran after its rows' marks (once per set of rows run together, not once per row).
+    assert {r["k"] for r in _refreshed} == {0, 1, 2} and len(_refreshed) < 60

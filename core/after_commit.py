@@ -146,6 +146,19 @@ def drain_queued_flag(*, set_it: bool) -> bool | None:
     """Set (if not set: True when this call set it, False when it was) or clear the flag that a drain
     is queued, beside the messages, on the broker's Redis: every web and worker process shares it.
     None when the broker is not Redis (the memory transport) or cannot be reached."""
+    if set_it:
+        return _on_flag(lambda client, key: bool(client.set(key, 1, nx=True, ex=DRAIN_QUEUED_TTL_S)))
+    return _on_flag(lambda client, key: client.delete(key) is not None)
+
+
+def drain_queued_flag_renew() -> None:
+    """Keep the flag set for another `DRAIN_QUEUED_TTL_S` (a running drain that will look again): the
+    batches committed meanwhile send no message. Without a Redis broker, nothing."""
+    _on_flag(lambda client, key: bool(client.set(key, 1, ex=DRAIN_QUEUED_TTL_S)))
+
+
+def _on_flag(action: Any) -> bool | None:
+    """`action(client, key)` on the broker's Redis client and the flag's key; None without one."""
     if time.monotonic() < _broker_down_until:
         return None
     try:
@@ -153,27 +166,10 @@ def drain_queued_flag(*, set_it: bool) -> bool | None:
             client = getattr(conn.default_channel, "client", None)
             if client is None or not callable(getattr(client, "set", None)):
                 return None
-            if set_it:
-                return bool(client.set(_drain_queued_key(), 1, nx=True, ex=DRAIN_QUEUED_TTL_S))
-            client.delete(_drain_queued_key())
-            return True
-    except Exception:  # noqa: BLE001 - no broker to agree on a drain
+            return bool(action(client, _drain_queued_key()))
+    except Exception:  # noqa: BLE001 - no broker to agree on a drain (the commits meanwhile queue their own)
         logger.warning("follow-up drain flag not reachable", exc_info=True)
         return None
-
-
-def drain_queued_flag_renew() -> None:
-    """Keep the flag set for another `DRAIN_QUEUED_TTL_S` (a running drain that will look again): the
-    batches committed meanwhile send no message. Without a Redis broker, nothing."""
-    if time.monotonic() < _broker_down_until:
-        return
-    try:
-        with current_app.pool.acquire(block=True, timeout=1) as conn:
-            client = getattr(conn.default_channel, "client", None)
-            if client is not None and callable(getattr(client, "set", None)):
-                client.set(_drain_queued_key(), 1, ex=DRAIN_QUEUED_TTL_S)
-    except Exception:  # noqa: BLE001 - the commits meanwhile queue drains of their own, which find little
-        logger.warning("follow-up drain flag not reachable", exc_info=True)
 
 
 def follow_ups_drain_queue(row: Any = None) -> bool:

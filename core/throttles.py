@@ -80,36 +80,31 @@ class CountingRateThrottle(SimpleRateThrottle):
         return counted[(current_key, previous_key)]
 
     def _count_many(self, windows: list[tuple[str, str, int]]) -> list[tuple[int, int] | None]:
-        """`_count` of each (current key, previous key, its scope's period), in one pipeline with django-redis."""
+        """For each (current key, previous key, its scope's period): (the current window's calls, this one
+        included; the previous window's), or None without a cache. With django-redis, one pipeline."""
         client = _redis_client(self.cache)
-        if client is None or len(windows) == 1:
-            return [self._count(current, previous, duration) for current, previous, duration in windows]
+        if client is None:
+            return [self._count_in_cache(current, previous, duration) for current, previous, duration in windows]
         try:
             pipe = client.pipeline(transaction=False)
             for current, previous, duration in windows:
                 pipe.incr(self.cache.make_key(current))
-                pipe.expire(self.cache.make_key(current), 2 * int(math.ceil(duration)))
+                pipe.expire(self.cache.make_key(current), _ttl(duration))
                 pipe.get(self.cache.make_key(previous))
             replies = pipe.execute()
         except Exception:  # noqa: BLE001 - any cache failure lets the calls through, as IGNORE_EXCEPTIONS does
             return [None] * len(windows)
         return [(int(replies[3 * i]), int(replies[3 * i + 2] or 0)) for i in range(len(windows))]
 
-    def _count(self, current_key: str, previous_key: str, duration: int | None = None) -> tuple[int, int] | None:
-        """(this window's calls, this one included; the previous window's), or None without a cache."""
-        client = _redis_client(self.cache)
-        # A window's counter lives for two periods: it is read as the previous one through the next.
-        ttl = 2 * int(math.ceil(self.duration if duration is None else duration))
+    def _count(self, current_key: str, previous_key: str) -> tuple[int, int] | None:
+        """`_count_many` of this scope's windows alone."""
+        return self._count_many([(current_key, previous_key, self.duration)])[0]
+
+    def _count_in_cache(self, current_key: str, previous_key: str, duration: int) -> tuple[int, int] | None:
+        """The counts through Django's cache API (another backend than django-redis)."""
         try:
-            if client is not None:
-                pipe = client.pipeline(transaction=False)
-                pipe.incr(self.cache.make_key(current_key))
-                pipe.expire(self.cache.make_key(current_key), ttl)
-                pipe.get(self.cache.make_key(previous_key))
-                current, _expired, previous = pipe.execute()
-                return int(current), int(previous or 0)
             previous = self.cache.get(previous_key) or 0
-            if self.cache.add(current_key, 1, ttl):
+            if self.cache.add(current_key, 1, _ttl(duration)):
                 return 1, int(previous)
             return int(self.cache.incr(current_key)), int(previous)
         except Exception:  # noqa: BLE001 - any cache failure lets the call through, as IGNORE_EXCEPTIONS does
@@ -125,6 +120,11 @@ class CountingRateThrottle(SimpleRateThrottle):
         # In the next window this one is the previous: its weight must fall until one more call fits.
         into_next = max(0.0, 1 - (limit - 1) / self.current) if self.current else 0.0
         return max(1.0, _seconds_up(1 - self.gone + into_next, duration))
+
+
+def _ttl(duration: float) -> int:
+    # A window's counter lives for two periods: it is read as the previous one through the next.
+    return 2 * int(math.ceil(duration))
 
 
 def _window_key(base: str, index: int) -> str:

@@ -344,14 +344,47 @@ def overall_from_norms(
 # -------------------------------------------------------------------- ranking
 
 
+def _sorted_runs(values: NDArray[Any]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """Sort along the last axis and find the runs of equal values.
+
+    Returns ``order`` (the argsort) and ``start``: for each sorted position, the
+    position where its run of equal values begins, i.e. how many values are strictly
+    smaller. A nan is unequal to everything, so each nan (sorted last) is a run of its own.
+    """
+    order = np.argsort(values, axis=-1)
+    ordered = np.take_along_axis(values, order, axis=-1)
+    position = np.arange(values.shape[-1])
+    begins = np.ones(values.shape, dtype=bool)
+    begins[..., 1:] = ordered[..., 1:] != ordered[..., :-1]
+    start = np.maximum.accumulate(np.where(begins, position, 0), axis=-1)
+    return order, start
+
+
+def _tied_pairs(start: NDArray[np.intp]) -> NDArray[np.int64]:
+    """Pairs of equal values along the last axis, from :func:`_sorted_runs`'s ``start``.
+
+    The k-th value of a run has k - start earlier equal values, so the sum over a run of
+    t values is t(t-1)/2.
+    """
+    tied: NDArray[np.int64] = (np.arange(start.shape[-1]) - start).sum(axis=-1, dtype=np.int64)
+    return tied
+
+
 def _competition_ranks(scores: NDArray[np.float64]) -> NDArray[np.int64]:
-    """Rank along the last axis: 1 + number of strictly better scores; nan ranks last."""
-    x = np.where(np.isnan(scores), -np.inf, scores)
-    better = x[..., None, :] > x[..., :, None]
-    ranks = 1 + better.sum(axis=-1)
+    """Rank along the last axis: 1 + number of strictly better scores; nan ranks last.
+
+    One sort per row, O(n log n): the number of strictly better scores is where a
+    score's run of equal values begins in descending order. Comparing all n^2 pairs
+    took 3.5 s of a 44 s report over 1,000 replicates of 2,000 models (5.3 s for a
+    synthetic (1,000, 2,000) array, against 0.07-0.1 s now).
+    """
+    nan = np.isnan(scores)
+    order, start = _sorted_runs(-scores)
+    ranks = np.empty(scores.shape, dtype=np.int64)
+    np.put_along_axis(ranks, order, start + 1, axis=-1)
     # nan scores rank below every real score, tied among themselves.
-    n_real = (~np.isnan(scores)).sum(axis=-1, keepdims=True)
-    ranked: NDArray[np.int64] = np.where(np.isnan(scores), n_real + 1, ranks).astype(np.int64)
+    n_real = (~nan).sum(axis=-1, keepdims=True)
+    ranked: NDArray[np.int64] = np.where(nan, n_real + 1, ranks)
     return ranked
 
 
@@ -366,24 +399,95 @@ def rank_models(scores_by_model: Mapping[str, float]) -> dict[str, int]:
     return {name: int(r) for name, r in zip(names, ranks)}
 
 
+# Width of the blocks whose inversions _inversions counts by comparing every pair: merging
+# from width 1 instead cost 30% more at 1,000 x 2,000 (a stable argsort over millions of
+# two-value rows is mostly per-row overhead).
+_PAIRWISE_BLOCK = 8
+
+
+def _inversions(values: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Pairs i < j with values[..., i] > values[..., j] (strictly), per row of a 2-D integer array.
+
+    Bottom-up merge sort over every row at once. Rows are padded to a power-of-two
+    multiple of :data:`_PAIRWISE_BLOCK` with a value above all others, which adds no
+    inversion; blocks of that width count their pairs directly and are sorted. Then,
+    at width w, each row is a sequence of sorted runs of w values, merged in pairs by a
+    stable argsort (numpy's timsort finds the two runs and merges them in linear time).
+    A right-hand value at merged position p, k-th of its run, has p - k left-hand values
+    at or below it, so w - (p - k) above it: summed over the run, w*w + w(w-1)/2 minus
+    the sum of the right-hand positions. Stability puts equal values left first, so
+    ties never count.
+    """
+    rows, n = values.shape
+    size = _PAIRWISE_BLOCK
+    while size < n:
+        size *= 2
+    runs = np.full((rows, size), values.max(initial=0) + 1, dtype=np.int64)
+    runs[:, :n] = values
+    blocks = runs.reshape(-1, _PAIRWISE_BLOCK)
+    first, second = np.triu_indices(_PAIRWISE_BLOCK, 1)
+    inverted = (blocks[:, first] > blocks[:, second]).reshape(rows, -1)
+    total: NDArray[np.int64] = np.count_nonzero(inverted, axis=-1).astype(np.int64)
+    runs = np.sort(blocks, axis=-1).reshape(rows, size)
+    width = _PAIRWISE_BLOCK
+    while width < size:
+        pairs = runs.reshape(-1, 2 * width)
+        order = np.argsort(pairs, axis=-1, kind="stable")
+        right_positions = np.where(order >= width, np.arange(2 * width), 0).sum(axis=-1)
+        above = width * width + width * (width - 1) // 2 - right_positions
+        total += above.reshape(rows, -1).sum(axis=-1)
+        runs = np.take_along_axis(pairs, order, axis=-1).reshape(rows, size)
+        width *= 2
+    return total
+
+
 def _kendall_tau_b(x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Kendall's tau-b along the last axis of two equally shaped arrays (small n)."""
-    n = x.shape[-1]
-    iu, ju = np.triu_indices(n, k=1)
-    dx = np.sign(x[..., iu] - x[..., ju])
-    dy = np.sign(y[..., iu] - y[..., ju])
+    """Kendall's tau-b along the last axis of two equally shaped arrays; nan where undefined.
+
+    Knight's O(n log n) algorithm, as ``scipy.stats.kendalltau`` computes it, vectorised
+    over the leading axes: count the pairs tied in x, in y and in both from sorted runs,
+    sort by (x, y), and count the discordant pairs as the inversions of y in that order.
+    Comparing all n^2 pairs instead took 38 s of a 44 s report (1,000 bootstrap
+    replicates of 2,000 models), and 84 s for a synthetic (1,000, 2,000) pair of arrays
+    that this does in 0.4-0.6 s. A row holding a nan gives nan, as it did; infinities
+    are ordinary values, tied when equal, as in scipy (the all-pairs differences made
+    two equal infinities a nan; overall scores are never infinite).
+    """
+    shape = x.shape
+    n = shape[-1]
+    if n < 2:
+        return np.full(shape[:-1], np.nan)
+    x2, y2 = x.reshape(-1, n), y.reshape(-1, n)
+    # 0-based min ranks (number of strictly smaller values) replace the values: integers
+    # that sort like them, so that (x, y) becomes one integer key.
+    x_order, x_start = _sorted_runs(x2)
+    y_order, y_start = _sorted_runs(y2)
+    rank_x = np.empty(x2.shape, dtype=np.int64)
+    rank_y = np.empty(y2.shape, dtype=np.int64)
+    np.put_along_axis(rank_x, x_order, x_start, axis=-1)
+    np.put_along_axis(rank_y, y_order, y_start, axis=-1)
+    key = rank_x * n + rank_y
+    order, key_start = _sorted_runs(key)
+    # Within a run of equal x the y ranks are ascending, so only pairs untied in x can
+    # be inversions: exactly the discordant pairs.
+    discordant = _inversions(np.take_along_axis(rank_y, order, axis=-1))
+    total = n * (n - 1) // 2
+    x_tied, y_tied = _tied_pairs(x_start), _tied_pairs(y_start)
+    concordant_minus_discordant = total - x_tied - y_tied + _tied_pairs(key_start) - 2 * discordant
     # (untied-in-x pairs) * (untied-in-y pairs) is tau-b's denominator squared.
-    denom = np.sqrt((dx != 0).sum(axis=-1).astype(np.float64) * (dy != 0).sum(axis=-1))
+    denom = np.sqrt((total - x_tied).astype(np.float64) * (total - y_tied))
+    undefined = (denom == 0) | np.isnan(x2).any(axis=-1) | np.isnan(y2).any(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(denom > 0, (dx * dy).sum(axis=-1) / np.where(denom > 0, denom, 1.0), np.nan)
+        tau = np.where(undefined, np.nan, concordant_minus_discordant / np.where(undefined, 1.0, denom))
+    return tau.reshape(shape[:-1])
 
 
 def kendall_tau(x: ArrayLike, y: ArrayLike) -> float:
     """Return Kendall's tau-b between two score (or rank) vectors; nan when undefined.
 
-    Tau-b corrects for ties, matching ``scipy.stats.kendalltau``'s default. Meant
-    for a handful of models (O(n^2) pairs). Pairs with a nan on either side are
-    not allowed; rank nan models with :func:`rank_models` first.
+    Tau-b corrects for ties, matching ``scipy.stats.kendalltau``'s default; O(n log n).
+    A nan on either side makes the result nan; rank nan models with
+    :func:`rank_models` first.
     """
     a = np.asarray(x, dtype=np.float64)
     b = np.asarray(y, dtype=np.float64)

@@ -4,7 +4,9 @@ import os
 
 bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
 workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() * 2))
-worker_class = "gthread"
+# gunicorn's gthread worker, which also spreads kept-alive connections evenly over the workers
+# (core/gunicorn_worker.py: left to chance, 3 of 4 clients' connections could share one process).
+worker_class = "core.gunicorn_worker.BalancedThreadWorker"
 threads = int(os.environ.get("GUNICORN_THREADS", 4))
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", 60))
 graceful_timeout = 30
@@ -37,6 +39,10 @@ def on_starting(server):
 
 
 def child_exit(server, worker):
+    # A worker that died without freeing its entry of the connection balance (a crash, a kill).
+    from core.gunicorn_worker import slot_release
+
+    slot_release(worker.pid)
     if metrics_dir:
         from prometheus_client import multiprocess
 

@@ -1,0 +1,132 @@
+"""The web process as deployed (platform/gunicorn.conf.py) spreads kept-alive connections over its workers,
+and the balance never waits for a worker that is gone (core/gunicorn_worker.py)."""
+import http.client
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from core import gunicorn_worker
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKERS = 4
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _dead_pid() -> int:
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    return int(done.stdout)
+
+
+@pytest.fixture
+def served():
+    """gunicorn with the deployed configuration and 4 workers, serving an application that names its process."""
+    port = _free_port()
+    env = {**os.environ, "GUNICORN_BIND": f"127.0.0.1:{port}", "GUNICORN_WORKERS": str(WORKERS),
+           "PYTHONPATH": str(ROOT)}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "platform/gunicorn.conf.py",
+                               "tests.support.pid_app:application", "--log-level", "warning"],
+                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        children = Path(f"/proc/{server.pid}/task/{server.pid}/children")
+        for _ in range(300):
+            if len(children.read_text().split()) == WORKERS:
+                break
+            time.sleep(0.1)
+        time.sleep(1)  # each worker past its start, waiting on the socket
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _clients_together(port: int, clients: int, requests: int) -> list[set[str]]:
+    """`clients` connections opened at once, each kept alive for `requests` requests: the processes each one met."""
+    start = threading.Barrier(clients)
+    met: list[set[str]] = []
+    lock = threading.Lock()
+
+    def one() -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        pids = set()
+        start.wait()
+        for _ in range(requests):
+            connection.request("GET", "/")
+            pids.add(connection.getresponse().read().decode())
+        connection.close()
+        with lock:
+            met.append(pids)
+
+    threads = [threading.Thread(target=one) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return met
+
+
+def test_as_many_clients_as_workers_each_get_a_worker_of_their_own_every_time(served):
+    # Left to chance (gunicorn's own gthread worker), 2 of 7 such rounds put two or three of the
+    # four connections in one process.
+    for _round in range(6):
+        met = _clients_together(served, WORKERS, requests=5)
+        assert all(len(pids) == 1 for pids in met)  # a kept-alive connection stays with its worker
+        assert len(set().union(*met)) == WORKERS
+        time.sleep(0.3)  # the workers see the connections close
+
+
+def test_twice_as_many_clients_as_workers_get_two_to_a_worker(served):
+    met = _clients_together(served, 2 * WORKERS, requests=5)
+    counts: dict[str, int] = {}
+    for pids in met:
+        (pid,) = pids
+        counts[pid] = counts.get(pid, 0) + 1
+    assert sorted(counts.values()) == [2] * WORKERS
+
+
+@pytest.fixture
+def slots():
+    taken: list[int] = []
+    yield taken
+    for pid in taken:
+        gunicorn_worker.slot_release(pid)
+
+
+def test_a_worker_waits_for_a_live_peer_holding_fewer_connections_but_not_for_a_dead_one(slots):
+    me, dead = os.getpid(), _dead_pid()
+    mine = gunicorn_worker.slot_take(me)
+    slots.append(me)
+    assert mine is not None
+    peer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        theirs = gunicorn_worker.slot_take(peer.pid)
+        slots.append(peer.pid)
+        assert theirs is not None
+        gunicorn_worker.connections_publish(theirs, 1)
+        assert gunicorn_worker.peer_holds_fewer(mine, 2)
+        assert not gunicorn_worker.peer_holds_fewer(mine, 1)  # as many: both accept
+        peer.kill()
+        peer.wait()
+        assert not gunicorn_worker.peer_holds_fewer(mine, 2)  # gone: its entry is not waited for
+    finally:
+        peer.kill()
+        peer.wait()
+    # A dead worker's entry is taken over by the next one, with its count reset.
+    slots.append(dead)
+    reused = gunicorn_worker.slot_take(dead)
+    assert reused is not None and gunicorn_worker._PIDS[reused] == dead
+    gunicorn_worker.slot_release(dead)
+    assert gunicorn_worker.slot_take(peer.pid) == theirs
+    assert gunicorn_worker._CONNECTIONS[theirs] == 0

@@ -26,6 +26,7 @@ connection) and is dropped when settings change (tests).
 import threading
 from collections.abc import Callable, Hashable
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from typing import Any, Generic, TypeVar
 
 from django.core.exceptions import EmptyResultSet
@@ -135,15 +136,22 @@ class _Plan:
             return fetched
         return list(self.compiler.apply_converters(fetched, self.converters))
 
-    def instances(self, values: dict[str, Any]) -> list[Any]:
-        """The rows as model instances, as `ModelIterable` makes them."""
+    @cached_property
+    def _model_reading(self) -> tuple[type[Model], int, int, list[str], list[Any]]:
+        """What `ModelIterable` works out on every run, once per plan: the model, where its columns are, their
+        names, and the populators of the `select_related` models (they keep no state between rows or runs;
+        making them anew was 2% of the web's CPU on the expert's loop)."""
         compiler = self.compiler
-        select, klass_info, annotation_col_map = compiler.select, compiler.klass_info, compiler.annotation_col_map
+        select, klass_info = compiler.select, compiler.klass_info
         assert klass_info is not None
-        model_cls = klass_info["model"]
         start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
         init_list = [f[0].target.attname for f in select[start:end]]
-        populators = get_related_populators(klass_info, select, self.db)
+        return klass_info["model"], start, end, init_list, get_related_populators(klass_info, select, self.db)
+
+    def instances(self, values: dict[str, Any]) -> list[Any]:
+        """The rows as model instances, as `ModelIterable` makes them."""
+        model_cls, start, end, init_list, populators = self._model_reading
+        annotation_col_map = self.compiler.annotation_col_map
         found = []
         for row in self.rows(values):
             obj = model_cls.from_db(self.db, init_list, row[start:end])

@@ -134,6 +134,12 @@ def _open_locked(*, task: Task, item: RubricItem, trigger: str, by: User | None,
                       created=True)
 
 
+# The items of the task that ever had a consultation; read by a completing submission whose panel split:
+# compiled once per process (core.prepared).
+_CONSULTED_ITEMS: Prepared[Any] = Prepared(
+    lambda *, task_id: Consultation.objects.filter(task_id=task_id).order_by().values_list("rubric_item_id"))
+
+
 def consultations_open_auto(*, task: Task, records: list[ItemConsensus], now: datetime,
                             items: dict[int, RubricItem] | None = None) -> list[Consultation]:
     """Open the consultations the project's rules ask for on a complete task, in the caller's transaction.
@@ -169,8 +175,7 @@ def consultations_open_auto(*, task: Task, records: list[ItemConsensus], now: da
                 wanted.setdefault(item_id, Trigger.MANY_SPLITS)
     if not wanted:
         return []
-    seen = set(Consultation.objects.filter(task=task, rubric_item_id__in=list(wanted))
-               .values_list("rubric_item_id", flat=True))
+    seen = {item_id for (item_id,) in _CONSULTED_ITEMS.tuples(task_id=task.pk)}
     opening = [i for i in wanted if i not in seen]
     _items_read(known, opening)
     opening = sorted(i for i in opening if i in known)

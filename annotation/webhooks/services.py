@@ -41,6 +41,7 @@ from core.after_commit import task_send, task_send_on_commit
 from core.error_codes import ErrorCode
 from core.errors import DomainError, NotFound
 from core.outbound import OutboundError, OutboundRefused, outbound_request, url_check
+from core.prepared import Prepared
 from core.secret_box import secret_decrypt, secret_encrypt
 from experts.models import User
 
@@ -137,11 +138,16 @@ def webhook_emit(*, project_id: int, event: WebhookEvent | str, data: dict[str, 
     return webhook_emit_many(project_id=project_id, events=[(event, data)], now=now)
 
 
+# Every completing submission reads them (mostly to find none): compiled once per process (core.prepared).
+_ACTIVE_ENDPOINTS: Prepared[WebhookEndpoint] = Prepared(
+    lambda *, project_id: WebhookEndpoint.objects.filter(project_id=project_id, is_active=True).order_by("pk"))
+
+
 def webhook_emit_many(*, project_id: int, events: Sequence[tuple[WebhookEvent | str, dict[str, Any]]],
                       now: datetime) -> int:
     """`webhook_emit` for several events of one change (a task completed and its consensus ready),
     reading the project's endpoints once. Returns how many messages were queued."""
-    active = list(WebhookEndpoint.objects.filter(project_id=project_id, is_active=True)) if events else []
+    active = _ACTIVE_ENDPOINTS.all(project_id=project_id) if events else []
     queued = 0
     for event, data in events:
         for endpoint in (e for e in active if str(event) in e.events):

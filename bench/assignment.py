@@ -233,14 +233,32 @@ class CpuMeter:
                 "client": sum(os.times()[:2])}
 
 
+def machine_speed_ms() -> float:
+    """CPU milliseconds of a fixed pure-Python loop (the best of 5), taken with the stack idle before a phase.
+
+    This machine's speed drifts: within one session the same code on the same world measured 8.8 and
+    14.9 ms of web CPU per submission an hour apart, and this loop drifts with it. Phases of runs far
+    apart compare only next to this figure."""
+    best = float("inf")
+    for _ in range(5):
+        started = time.process_time()
+        total = 0
+        for i in range(300_000):
+            total += i * i % 7
+        best = min(best, time.process_time() - started)
+    return round(1000 * best, 1)
+
+
 def measured(meter: CpuMeter, run) -> dict:
     """Run a phase and add the cores each side used over it (CPU seconds / wall seconds)."""
+    speed = machine_speed_ms()
     before, started = meter.read(), time.perf_counter()
     figures = run()
     after, wall = meter.read(), time.perf_counter() - started
     figures["cores_used"] = {k: round((after[k] - before[k]) / wall, 2) for k in before}
     figures["cpu_ms_per_submission"] = {k: round(1000 * (after[k] - before[k]) / max(1, figures["submit"]["n"]), 1)
                                         for k in ("web", "worker", "database", "redis", "client")}
+    figures["machine_speed_ms"] = speed
     return figures
 
 
@@ -470,7 +488,7 @@ def main() -> None:
                 "largest_within_20pct_of_smallest": all(
                     last[k] <= 1.2 * first[k] for k in ("next_p95_ms_4", "submit_p95_ms_4"))
                 and last["submissions_per_s_4"] >= 0.8 * first["submissions_per_s_4"]},
-        "stack": "gunicorn -c platform/gunicorn.conf.py (gthread), a Celery worker (concurrency 2) consuming the "
+        "stack": "gunicorn -c platform/gunicorn.conf.py (gthread, connections balanced over 4 workers), a Celery worker (concurrency 2) consuming the "
                  "follow-up work from Redis, PostgreSQL; all on this machine, clients in this process",
     }, ensure_ascii=False))
 

@@ -488,7 +488,8 @@ def main() -> None:
                 "largest_within_20pct_of_smallest": all(
                     last[k] <= 1.2 * first[k] for k in ("next_p95_ms_4", "submit_p95_ms_4"))
                 and last["submissions_per_s_4"] >= 0.8 * first["submissions_per_s_4"]},
-        "stack": "gunicorn -c platform/gunicorn.conf.py (gthread, connections balanced over 4 workers), a Celery worker (concurrency 2) consuming the "
+        "stack": "gunicorn -c platform/gunicorn.conf.py (gthread, connections balanced over 4 workers), "
+                 "a Celery worker (concurrency 2) consuming the "
                  "follow-up work from Redis, PostgreSQL; all on this machine, clients in this process",
     }, ensure_ascii=False))
 

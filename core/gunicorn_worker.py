@@ -11,9 +11,10 @@ other core idles, and their requests wait in turn.
 publishes how many connections it holds in a small array that gunicorn's master creates before it
 forks the workers, and stops listening while a peer holds fewer (the socket stays open and the
 kernel keeps a new connection in the backlog for that peer). The process holding the fewest always
-listens, so a connection never waits for a worker. An entry whose process died is skipped (its
-process id is checked) and freed by the next worker that starts; the master frees it too
-(`child_exit` in platform/gunicorn.conf.py).
+listens, so a connection never waits for a worker. Each process also stamps its entry every time
+its loop turns (at least once a second): an entry not stamped for `STALE_S` (a process that died
+before the master freed it, or one stuck) is not waited for, and the next worker to start takes it
+over. The master frees a dead worker's entry at once (`child_exit` in platform/gunicorn.conf.py).
 
 Written here, not taken from a library: gunicorn has no such option (`reuse_port` only sets the flag
 on the master's one socket), and this is a few lines over its own worker.
@@ -21,6 +22,7 @@ on the master's one socket), and this is a few lines over its own worker.
 import ctypes
 import multiprocessing
 import os
+import time
 from typing import Any
 
 from gunicorn.workers.gthread import ThreadWorker
@@ -28,28 +30,23 @@ from gunicorn.workers.gthread import ThreadWorker
 # More than any configuration runs (2 workers a core by default); a worker past it does not balance.
 SLOTS = 256
 _FREE = 0
+# A worker's loop turns at least once a second (gunicorn waits for events with a 1 s timeout).
+STALE_S = 5.0
 # Created when the master imports this module (gunicorn reads `worker_class` before it forks):
-# every worker shares them. A slot holds a worker's process id and how many connections it holds.
+# every worker shares them. A slot holds a worker's process id, how many connections it holds, and
+# when it last looked (time.monotonic(): one clock for every process of the machine).
 _PIDS = multiprocessing.RawArray(ctypes.c_long, SLOTS)
 _CONNECTIONS = multiprocessing.RawArray(ctypes.c_long, SLOTS)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+_LOOKED = multiprocessing.RawArray(ctypes.c_double, SLOTS)
 
 
 def slot_take(pid: int) -> int | None:
-    """The slot of the process `pid` from now on: a free one, or one whose process died. None if all are taken."""
+    """The slot of the process `pid` from now on: a free one, or a stale one. None if all are taken."""
+    now = time.monotonic()
     for slot in range(SLOTS):
-        owner = _PIDS[slot]
-        if owner == _FREE or (owner != pid and not _alive(owner)):
+        if _PIDS[slot] == _FREE or now - _LOOKED[slot] > STALE_S:
             _CONNECTIONS[slot] = 0
+            _LOOKED[slot] = now
             _PIDS[slot] = pid
             return slot
     return None
@@ -64,14 +61,17 @@ def slot_release(pid: int) -> None:
 
 
 def connections_publish(slot: int, count: int) -> None:
+    """The worker in `slot` holds `count` connections, as of now."""
     _CONNECTIONS[slot] = count
+    _LOOKED[slot] = time.monotonic()
 
 
 def peer_holds_fewer(slot: int, count: int) -> bool:
-    """Whether a live worker other than the one in `slot` holds fewer than `count` connections."""
+    """Whether a worker other than the one in `slot`, seen within `STALE_S`, holds fewer than `count` connections."""
+    now = time.monotonic()
     for other in range(SLOTS):
-        pid = _PIDS[other]
-        if other != slot and pid != _FREE and _CONNECTIONS[other] < count and _alive(pid):
+        if (other != slot and _PIDS[other] != _FREE and _CONNECTIONS[other] < count
+                and now - _LOOKED[other] <= STALE_S):
             return True
     return False
 

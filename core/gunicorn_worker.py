@@ -3,9 +3,9 @@
 Every gthread worker waits on the one listening socket, and whichever wakes first accepts. A client
 that keeps its connection alive (a browser, a proxy's pool of upstream connections, an API script)
 stays with the process that accepted it, so a few busy connections can land on one process: with 4
-clients on 4 workers, 2 runs of 5 put 3 (or 2) of the 4 connections in one process. Python runs
-one thread of a process at a time, so those clients then share one core's worth of Python while the
-other core idles, and their requests wait in turn.
+clients on 4 workers, 3 of 8 benchmark warm-ups put 3 (or 2) of the 4 connections in one process
+(`ss -tnp`). Python runs one thread of a process at a time, so those clients then share one core's
+worth of Python while the other core idles, and their requests wait in turn.
 
 `BalancedThreadWorker` accepts a connection only while no live peer holds fewer: each process
 publishes how many connections it holds in a small array that gunicorn's master creates before it

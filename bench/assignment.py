@@ -237,8 +237,9 @@ def machine_speed_ms() -> float:
     """CPU milliseconds of a fixed pure-Python loop (the best of 5), taken with the stack idle before a phase.
 
     This machine's speed drifts: within one session the same code on the same world measured 8.8 and
-    14.9 ms of web CPU per submission an hour apart, and this loop drifts with it. Phases of runs far
-    apart compare only next to this figure."""
+    14.9 ms of web CPU per submission an hour apart. This figure records the pace this process saw;
+    it did not follow every drift of the served processes (one run: 12.0 and 9.9 ms of web CPU in
+    two phases at 11.9 and 18.9 ms here), so runs are compared side by side, one after the other."""
     best = float("inf")
     for _ in range(5):
         started = time.process_time()

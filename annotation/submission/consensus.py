@@ -60,13 +60,15 @@ def voting_value() -> Case:
                      then=Coalesce(F("revision__value"), F("value"))), default=F("value"))
 
 
-def consensus_compute(*, task: Task, now: datetime) -> list[ItemConsensus]:
+def consensus_compute(*, task: Task, now: datetime, first: bool = False) -> list[ItemConsensus]:
     """Write (or rewrite) the consensus rows of a task from its counted labels (first or revised:
     the project's `consensus_labels`).
 
     Labels of rejected submissions never count; an item left without a counted label
     loses its row. The first `overlap - extra_slots` labels in submission order are the
     base panel: an item that panel left tied and the extra experts decided is `extra_expert`.
+    `first`: the caller, holding the task's lock, found it without consensus rows, so none
+    can be left over to delete (a submission completing its task: one statement less).
     """
     votes: dict[int, list[int]] = defaultdict(list)
     for item_id, value in _VOTES.tuples(task_id=task.pk):
@@ -87,7 +89,8 @@ def consensus_compute(*, task: Task, now: datetime) -> list[ItemConsensus]:
             majority, zone = (None, Zone.AMBIGUOUS) if ambiguous else (verdict, zone)
         records.append(ItemConsensus(task=task, rubric_item_id=item_id, hit_votes=hits, total_votes=total,
                                      majority=majority, zone=zone, provenance=provenance, computed_at=now))
-    _stale_delete(task_id=task.pk, kept=list(votes))
+    if not first:
+        _stale_delete(task_id=task.pk, kept=list(votes))
     # One statement, as bulk_create(update_conflicts=True) writes it, without the ORM's preparation
     # of each row (which cost more CPU than the database spent on them).
     insert_rows(records, returning=True, unique_fields=["task", "rubric_item"],

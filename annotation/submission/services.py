@@ -122,7 +122,7 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
                            now=now)
         elif complete or has_consensus:
             # Also a task reopened by a rejection keeps its consensus current with each label.
-            records = consensus_compute(task=task, now=now)
+            records = consensus_compute(task=task, now=now, first=not has_consensus)
             # A tied item asks for one more expert (within the project's cap); the consensus is
             # written again when that submission lands.
             if complete and not tie_slot_add(task=task, records=records):

@@ -1,12 +1,14 @@
 """Submission is all labels or nothing, idempotent, and writes consensus with the last label."""
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotation.assignment.services import assignment_claim_next
 from annotation.models import Draft, ItemConsensus, Label, Task
 from annotation.selectors import rubric_items_for_task
 from annotation.services import project_add_member
-from annotation.submission.consensus import majority_of
+from annotation.submission.consensus import consensus_compute, majority_of
 from annotation.submission.services import draft_save, labels_submit
 from core.errors import Conflict, DomainError, NotFound
 from tests.factories import ExpertFactory, make_project_with_tasks
@@ -114,6 +116,28 @@ def test_consensus_appears_with_the_last_label(setup):
             for c in ItemConsensus.objects.select_related("rubric_item")}
     assert rows == {keys[0]: (3, 3, 1, "unanimous"), keys[1]: (2, 3, 1, "split"), keys[2]: (0, 3, 0, "unanimous")}
     assert Task.objects.get().status == "complete"
+
+
+def test_the_first_consensus_of_a_task_deletes_nothing_but_a_rewrite_drops_rows_left_without_votes(setup):
+    experts, leases, keys = setup
+    for expert, lease in zip(experts[:2], leases[:2], strict=True):
+        labels_submit(expert=expert, assignment_id=lease.pk, labels={k: 1 for k in keys}, now=timezone.now())
+
+    with CaptureQueriesContext(connection) as completing:
+        labels_submit(expert=experts[2], assignment_id=leases[2].pk, labels={k: 0 for k in keys}, now=timezone.now())
+
+    # The task had no consensus rows under its lock: none can be stale.
+    assert not [q["sql"] for q in completing.captured_queries
+                if q["sql"].startswith("DELETE") and ItemConsensus._meta.db_table in q["sql"]]
+    assert ItemConsensus.objects.count() == len(keys)
+    # A row whose item has no counted label any more (a stray one, as a rejection or a new version
+    # leaves) goes when the consensus is written again.
+    task = Task.objects.get()
+    stray = ItemConsensus.objects.first()
+    Label.objects.filter(task=task, rubric_item_id=stray.rubric_item_id).delete()
+    consensus_compute(task=task, now=timezone.now())
+    assert not ItemConsensus.objects.filter(pk=stray.pk).exists()
+    assert ItemConsensus.objects.count() == len(keys) - 1
 
 
 def test_a_draft_keeps_partial_labels_and_is_cleared_by_submission(setup):

@@ -96,12 +96,15 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ship
 
     def notify(self) -> None:
         # The worker's loop calls this after every batch of events, and at least once a second; the
-        # loop itself calls `set_accept_enabled` only when the room it has left changes.
-        self.set_accept_enabled(self.nr_conns < self.worker_connections)
+        # loop itself calls `set_accept_enabled` only when the room it has left changes. A stopping
+        # worker calls it too while its last connections finish: it must not listen again then.
+        if self.alive:
+            self.set_accept_enabled(self.nr_conns < self.worker_connections)
         super().notify()
 
     def accept(self, listener: Any) -> None:
         super().accept(listener)
+        # At once, not at the loop's next turn: a peer deciding meanwhile sees the new count.
         if self.balance_slot is not None:
             connections_publish(self.balance_slot, self.nr_conns)
 

@@ -117,3 +117,40 @@ def test_a_worker_waits_for_a_peer_holding_fewer_connections_but_not_for_one_tha
     # A worker that exits frees its entry.
     gunicorn_worker.slot_release(newcomer)
     assert gunicorn_worker._PIDS[theirs] == 0
+
+
+class _Tmp:
+    def notify(self) -> None:
+        pass
+
+
+class _Poller:
+    def __init__(self) -> None:
+        self.registered: list[object] = []
+
+    def register(self, sock, *_args) -> None:
+        self.registered.append(sock)
+
+    def unregister(self, sock) -> None:
+        self.registered.remove(sock)
+
+
+def _worker(*, alive: bool) -> gunicorn_worker.BalancedThreadWorker:
+    """A worker as its loop sees itself, without a master or sockets of its own (nothing is forked)."""
+    worker = object.__new__(gunicorn_worker.BalancedThreadWorker)
+    listener = socket.socket()
+    worker.__dict__.update(alive=alive, nr_conns=1, worker_connections=1000, _accepting=False, sockets=[listener],
+                           poller=_Poller(), tmp=_Tmp(), balance_slot=None)
+    return worker
+
+
+def test_a_running_worker_with_room_listens_and_a_stopping_one_never_listens_again():
+    running, stopping = _worker(alive=True), _worker(alive=False)
+    try:
+        running.notify()
+        stopping.notify()  # gunicorn's graceful stop keeps calling it while the last connections finish
+        assert running._accepting and running.poller.registered == running.sockets
+        assert not stopping._accepting and stopping.poller.registered == []
+    finally:
+        for worker in (running, stopping):
+            worker.sockets[0].close()

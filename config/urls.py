@@ -14,6 +14,9 @@ from experts import urls as experts_urls
 handler404 = "core.not_found.page_not_found"
 
 urlpatterns = [
+    # The API first: Django tries the patterns in order, and an expert's loop is all API calls.
+    path("api/v1/", include("annotation.api.urls")),
+    path("api/v1/", include("payments.api_urls")),
     # Pages without our <link rel="icon"> (the Django admin) make the browser ask for this.
     path("favicon.ico", RedirectView.as_view(url=static("img/favicon.svg"), permanent=True)),
     path("healthz", healthz, name="healthz"),
@@ -22,8 +25,6 @@ urlpatterns = [
     path("i18n/", include("django.conf.urls.i18n")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", ApiDocsView.as_view(url_name="schema"), name="api-docs"),
-    path("api/v1/", include("annotation.api.urls")),
-    path("api/v1/", include("payments.api_urls")),
     path("accounts/", include(experts_urls.account_urlpatterns)),
     path("me/", include(experts_urls.me_urlpatterns)),
     path("notifications/", include(experts_urls.notification_urlpatterns)),

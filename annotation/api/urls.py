@@ -30,6 +30,18 @@ from annotation.api.work import (
 from annotation.reveal.api import RevealApi
 
 urlpatterns = [
+    # The expert's loop, first: every request is matched against the patterns in order, and these are the
+    # requests an expert sends all day (next task, autosave, submit).
+    path("projects/<int:project_id>/next-task/", NextTaskApi.as_view(), name="api-next-task"),
+    path("assignments/<int:assignment_id>/", AssignmentDetailApi.as_view(), name="api-assignment"),
+    path("assignments/<int:assignment_id>/draft/", DraftApi.as_view(), name="api-draft"),
+    path("assignments/<int:assignment_id>/submit/", SubmitApi.as_view(), name="api-submit"),
+    path("assignments/<int:assignment_id>/extend/", ExtendApi.as_view(), name="api-extend"),
+    path("assignments/<int:assignment_id>/release/", ReleaseApi.as_view(), name="api-release"),
+    path("assignments/<int:assignment_id>/skip/", SkipApi.as_view(), name="api-skip"),
+    path("assignments/<int:assignment_id>/reveal/", RevealApi.as_view(), name="api-reveal"),
+    path("me/history/", MyHistoryApi.as_view(), name="api-my-history"),
+    path("projects/<int:project_id>/skips/", ProjectSkipsApi.as_view(), name="api-project-skips"),
     path("projects/", projects.ProjectCreateApi.as_view(), name="api-project-create"),
     # Project setup and lifecycle.
     path("projects/<int:project_id>/", projects.ProjectDetailApi.as_view(), name="api-project"),
@@ -46,17 +58,6 @@ urlpatterns = [
     path("projects/<int:project_id>/invitations/", InvitationsApi.as_view(), name="api-invitations"),
     path("projects/<int:project_id>/invitations/<int:invitation_id>/revoke/", InvitationRevokeApi.as_view(),
          name="api-invitation-revoke"),
-    # The expert's loop.
-    path("projects/<int:project_id>/next-task/", NextTaskApi.as_view(), name="api-next-task"),
-    path("assignments/<int:assignment_id>/", AssignmentDetailApi.as_view(), name="api-assignment"),
-    path("assignments/<int:assignment_id>/draft/", DraftApi.as_view(), name="api-draft"),
-    path("assignments/<int:assignment_id>/submit/", SubmitApi.as_view(), name="api-submit"),
-    path("assignments/<int:assignment_id>/extend/", ExtendApi.as_view(), name="api-extend"),
-    path("assignments/<int:assignment_id>/release/", ReleaseApi.as_view(), name="api-release"),
-    path("assignments/<int:assignment_id>/skip/", SkipApi.as_view(), name="api-skip"),
-    path("assignments/<int:assignment_id>/reveal/", RevealApi.as_view(), name="api-reveal"),
-    path("me/history/", MyHistoryApi.as_view(), name="api-my-history"),
-    path("projects/<int:project_id>/skips/", ProjectSkipsApi.as_view(), name="api-project-skips"),
     # The PM's assignment modes.
     path("projects/<int:project_id>/assign/", AssignByHandApi.as_view(), name="api-assign-by-hand"),
     path("projects/<int:project_id>/priority/", TaskPriorityApi.as_view(), name="api-task-priority"),

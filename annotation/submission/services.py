@@ -78,8 +78,16 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
     # The follow-up work below goes out as one message, run once by the worker (core.after_commit).
     with transaction.atomic(), follow_ups_batched():
         task = task_lock(assignment.task_id)
-        # The usual case in one statement: the lease becomes a submission (see _mark_submitted).
-        has_consensus = _mark_submitted(task=task, assignment_id=assignment.pk, tier=tier, now=now)
+        # Read with the assignment; the lock read the task alone.
+        task.project, task.response = assignment.task.project, assignment.task.response
+        if items and items[0].version_id != task.rubric_version_id:
+            # A publish carried the task to a new version after the items were read (same keys, same
+            # criteria: annotation.rubric_editing.carryover); label the items of the version it is on now.
+            items = rubric_items_for_task(task)
+        by_key = {i.item_key: i for i in items}
+        rows = [(by_key[k].pk, v, clean_notes.get(k, "")) for k, v in clean.items()]
+        # The usual case in one statement: the lease becomes a submission with its labels (see _mark_submitted).
+        has_consensus = _mark_submitted(task=task, assignment_id=assignment.pk, tier=tier, now=now, labels=rows)
         if has_consensus is None:
             assignment = assignment_lock(assignment.pk)
             if assignment.status == Assignment.Status.SUBMITTED:
@@ -97,22 +105,15 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
                 # A late submission is accepted while the task still has room (an overdue
                 # lease that was not swept yet still holds its slot).
                 assignment_revive(assignment=assignment, task=task, now=now)
-            has_consensus = _mark_submitted(task=task, assignment_id=assignment.pk, tier=tier, now=now)
+            has_consensus = _mark_submitted(task=task, assignment_id=assignment.pk, tier=tier, now=now,
+                                            labels=rows)
             if has_consensus is None:
                 raise Conflict(LEASE_RELEASED_TEXT, code="lease_released")
         assignment.status = Assignment.Status.SUBMITTED
         assignment.submitted_at = now
         assignment.tier_at_submission = tier
         complete = task.status == Task.Status.COMPLETE
-        task.project = assignment.task.project  # read with the assignment; the lock read the task alone
         events: list[tuple[WebhookEvent, dict]] = []  # webhook events of this submission, sent together
-        if items and items[0].version_id != task.rubric_version_id:
-            # A publish carried the task to a new version after the items were read (same keys, same
-            # criteria: annotation.rubric_editing.carryover); label the items of the version it is on now.
-            items = rubric_items_for_task(task)
-        by_key = {i.item_key: i for i in items}
-        insert_rows([Label(assignment=assignment, task=task, rubric_item=by_key[k], value=v,
-                           note=clean_notes.get(k, "")) for k, v in clean.items()])
         if not task.is_golden:
             # Everyone on the task has one more peer now (their tier rules read it).
             peer_tally_refresh(task_id=task.pk)
@@ -149,7 +150,8 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
 
 
 # One statement for the usual submission on PostgreSQL: the leased assignment becomes submitted,
-# its draft goes, the task counts one more submission (complete at its overlap), and whether the
+# its draft goes, its labels are written (from three arrays: no model instances, no statement of their
+# own), the task counts one more submission (complete at its overlap), and whether the
 # task already has consensus rows (a task reopened by a rejection) comes back. The caller holds the
 # task's lock, and every writer of consensus rows holds it too, so this statement's snapshot (taken
 # after the lock was granted) sees them all.
@@ -159,6 +161,10 @@ WITH lease AS (
     WHERE id = %(assignment_id)s AND status = %(leased)s RETURNING id
 ), draft AS (
     DELETE FROM {draft} WHERE assignment_id IN (SELECT id FROM lease)
+), labels AS (
+    INSERT INTO {label} (assignment_id, task_id, rubric_item_id, value, note, created_at)
+    SELECT lease.id, %(task_id)s, x.item, x.value, x.note, %(now)s
+    FROM lease, unnest(%(items)s::bigint[], %(values)s::smallint[], %(notes)s::text[]) AS x(item, value, note)
 )
 UPDATE {task} SET submitted_count = submitted_count + 1,
     status = CASE WHEN submitted_count + 1 >= overlap THEN %(complete)s ELSE status END,
@@ -169,20 +175,26 @@ RETURNING submitted_count, status, completed_at,
 """
 
 
-def _mark_submitted(*, task: Task, assignment_id: int, tier: str, now: datetime) -> bool | None:
-    """Turn the leased assignment into a submission and count it on the (locked) task.
+def _mark_submitted(*, task: Task, assignment_id: int, tier: str, now: datetime,
+                    labels: list[tuple[int, int, str]]) -> bool | None:
+    """Turn the leased assignment into a submission with its `labels` ((rubric item id, value, note)) and
+    count it on the (locked) task.
 
     Returns whether the task has consensus rows already, or None (nothing written) when the
     assignment is not leased: the caller then reads it and answers for its state. `task` is
-    updated in place. One statement on PostgreSQL, four elsewhere (the embedded SQLite).
+    updated in place. One statement on PostgreSQL, five elsewhere (the embedded SQLite).
     """
     if connection.vendor == "postgresql":
         sql = _MARK_SUBMITTED_SQL.format(assignment=Assignment._meta.db_table, draft=Draft._meta.db_table,
-                                         task=Task._meta.db_table, consensus=ItemConsensus._meta.db_table)
+                                         label=Label._meta.db_table, task=Task._meta.db_table,
+                                         consensus=ItemConsensus._meta.db_table)
+        items, values, notes = ([list(column) for column in zip(*labels, strict=True)] if labels
+                                else ([], [], []))
         with connection.cursor() as cursor:
             cursor.execute(sql, {"submitted": Assignment.Status.SUBMITTED.value,
                                  "leased": Assignment.Status.LEASED.value, "complete": Task.Status.COMPLETE.value,
-                                 "now": now, "tier": tier, "assignment_id": assignment_id, "task_id": task.pk})
+                                 "now": now, "tier": tier, "assignment_id": assignment_id, "task_id": task.pk,
+                                 "items": items, "values": values, "notes": notes})
             row = cursor.fetchone()
         if row is None:
             return None
@@ -193,6 +205,8 @@ def _mark_submitted(*, task: Task, assignment_id: int, tier: str, now: datetime)
     if not changed:
         return None
     Draft.objects.filter(assignment_id=assignment_id).delete()
+    insert_rows([Label(assignment_id=assignment_id, task_id=task.pk, rubric_item_id=item_id, value=value, note=note)
+                 for item_id, value, note in labels])
     task.submitted_count += 1
     if task.submitted_count >= task.overlap:
         task.status = Task.Status.COMPLETE

@@ -37,11 +37,11 @@ CLAIM_API_QUERIES = 6
 CLAIM_SERVICE_QUERIES = 4
 # submit through the API: token with user and profile (1); idempotency key lookup (1); the assignment
 # with its task, response, question, version, project and the expert's profile, for their tier (1);
-# rubric items (1); task lock (1); lease to submission, draft, task count and "consensus already
-# written?" in one statement (1); INSERT labels (1); the panel's peer tally, one INSERT ... SELECT (1);
-# one outbox row for the follow-up work (1); INSERT idempotency record (1).
-SUBMIT_API_QUERIES = 10
-COMPLETING_SUBMIT_API_QUERIES = 15
+# rubric items (1); task lock (1); lease to submission, draft, labels, task count and "consensus already
+# written?" in one statement (1); the panel's peer tally, one INSERT ... SELECT (1); one outbox row for
+# the follow-up work (1); INSERT idempotency record (1).
+SUBMIT_API_QUERIES = 9
+COMPLETING_SUBMIT_API_QUERIES = 14
 
 
 def _statements(context: CaptureQueriesContext) -> list[str]:

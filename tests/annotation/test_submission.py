@@ -5,7 +5,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotation.assignment.services import assignment_claim_next
-from annotation.models import Draft, ItemConsensus, Label, Task
+from annotation.models import Assignment, Draft, ItemConsensus, Label, Task
 from annotation.selectors import rubric_items_for_task
 from annotation.services import project_add_member
 from annotation.submission.consensus import consensus_compute, majority_of
@@ -79,6 +79,29 @@ def test_the_same_submission_twice_changes_nothing(setup):
 
     assert (first.created, second.created) == (True, False)
     assert Label.objects.count() == 3
+    assert Task.objects.get().submitted_count == 1
+
+
+def test_the_labels_are_written_with_the_submission_each_with_its_value_and_note_and_a_given_back_lease_writes_none(
+        setup):
+    """The labels travel in the statement that turns the lease into a submission (one statement on PostgreSQL):
+    each item's value and note land on the expert's assignment, and a lease that was given back writes none."""
+    experts, leases, keys = setup
+    now = timezone.now()
+    labels_submit(expert=experts[0], assignment_id=leases[0].pk, labels={keys[0]: 1, keys[1]: 0, keys[2]: 1},
+                  notes={keys[1]: "用户在求助，不是在倾诉。"}, now=now)
+    Assignment.objects.filter(pk=leases[1].pk).update(status=Assignment.Status.RELEASED)
+
+    with pytest.raises(Conflict):
+        labels_submit(expert=experts[1], assignment_id=leases[1].pk, labels={k: 1 for k in keys}, now=timezone.now())
+
+    written = list(Label.objects.order_by("rubric_item__position").values_list(
+        "assignment_id", "task_id", "rubric_item__item_key", "value", "note", "created_at"))
+    task_id = leases[0].task_id
+    assert written == [(leases[0].pk, task_id, keys[0], 1, "", written[0][5]),
+                       (leases[0].pk, task_id, keys[1], 0, "用户在求助，不是在倾诉。", written[0][5]),
+                       (leases[0].pk, task_id, keys[2], 1, "", written[0][5])]
+    assert abs((written[0][5] - now).total_seconds()) < 5
     assert Task.objects.get().submitted_count == 1
 
 

@@ -1,8 +1,10 @@
 """Autosaved drafts and the atomic, idempotent submission of a task's labels."""
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import connection, transaction
+from psycopg.types.json import Jsonb
 
 from annotation.assignment.services import assignment_revive, lease_extend
 from annotation.consultations.opening import consultations_open_auto
@@ -150,8 +152,9 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
 
 
 # One statement for the usual submission on PostgreSQL: the leased assignment becomes submitted,
-# its draft goes, its labels are written (from three arrays: no model instances, no statement of their
-# own), the task counts one more submission (complete at its overlap), and whether the
+# its draft goes, its labels are written (from one JSON parameter: no model instances, no statement of
+# their own; three array parameters cost psycopg half as much CPU again to adapt), the task counts one
+# more submission (complete at its overlap), and whether the
 # task already has consensus rows (a task reopened by a rejection) comes back. The caller holds the
 # task's lock, and every writer of consensus rows holds it too, so this statement's snapshot (taken
 # after the lock was granted) sees them all.
@@ -164,7 +167,7 @@ WITH lease AS (
 ), labels AS (
     INSERT INTO {label} (assignment_id, task_id, rubric_item_id, value, note, created_at)
     SELECT lease.id, %(task_id)s, x.item, x.value, x.note, %(now)s
-    FROM lease, unnest(%(items)s::bigint[], %(values)s::smallint[], %(notes)s::text[]) AS x(item, value, note)
+    FROM lease, jsonb_to_recordset(%(labels)s) AS x(item bigint, value smallint, note text)
 )
 UPDATE {task} SET submitted_count = submitted_count + 1,
     status = CASE WHEN submitted_count + 1 >= overlap THEN %(complete)s ELSE status END,
@@ -188,13 +191,13 @@ def _mark_submitted(*, task: Task, assignment_id: int, tier: str, now: datetime,
         sql = _MARK_SUBMITTED_SQL.format(assignment=Assignment._meta.db_table, draft=Draft._meta.db_table,
                                          label=Label._meta.db_table, task=Task._meta.db_table,
                                          consensus=ItemConsensus._meta.db_table)
-        items, values, notes = ([list(column) for column in zip(*labels, strict=True)] if labels
-                                else ([], [], []))
+        rows = Jsonb([{"item": item, "value": value, "note": note} for item, value, note in labels])
+        params: dict[str, Any] = {"submitted": Assignment.Status.SUBMITTED.value,
+                                  "leased": Assignment.Status.LEASED.value, "complete": Task.Status.COMPLETE.value,
+                                  "now": now, "tier": tier, "assignment_id": assignment_id, "task_id": task.pk,
+                                  "labels": rows}
         with connection.cursor() as cursor:
-            cursor.execute(sql, {"submitted": Assignment.Status.SUBMITTED.value,
-                                 "leased": Assignment.Status.LEASED.value, "complete": Task.Status.COMPLETE.value,
-                                 "now": now, "tier": tier, "assignment_id": assignment_id, "task_id": task.pk,
-                                 "items": items, "values": values, "notes": notes})
+            cursor.execute(sql, params)
             row = cursor.fetchone()
         if row is None:
             return None

@@ -100,7 +100,7 @@ def consultation_notify_vote(*, consultation: Consultation, users: list[User], n
 
 
 def _create_many(*, task: Task, items: list[tuple[RubricItem, str]], by: User | None, reason: str,
-                 now: datetime) -> list[Consultation]:
+                 now: datetime, panels: dict[int, list[int]] | None = None) -> list[Consultation]:
     """Open a consultation on each (item, trigger) of the task, with its panel, and ask the panels to vote:
     a fixed number of statements however many items (a submission may open several), written by
     `insert_rows` (the ORM's bulk_create spent more CPU preparing these rows than the database storing them)."""
@@ -110,7 +110,8 @@ def _create_many(*, task: Task, items: list[tuple[RubricItem, str]], by: User | 
                                   opening_reason=reason, opened_at=now, deadline_at=deadline)
                      for item, trigger in items]
     insert_rows(consultations, returning=True)
-    panels = _panels(task, [item.pk for item, _trigger in items])
+    if panels is None or any(item.pk not in panels for item, _trigger in items):
+        panels = _panels(task, [item.pk for item, _trigger in items])
     insert_rows([ConsultationParticipant(consultation=c, user_id=user_id, role=ConsultationParticipant.Role.PANEL,
                                          added_at=now)
                  for c in consultations for user_id in panels[c.rubric_item_id]])
@@ -181,7 +182,10 @@ def consultations_open_auto(*, task: Task, records: list[ItemConsensus], now: da
     opening = sorted(i for i in opening if i in known)
     if not opening:
         return []
-    return _create_many(task=task, items=[(known[i], wanted[i]) for i in opening], by=None, reason="", now=now)
+    # The panels come with the records that `consensus_compute` just wrote (one read less).
+    panels = {r.rubric_item_id: r.panel for r in records if r.panel is not None}
+    return _create_many(task=task, items=[(known[i], wanted[i]) for i in opening], by=None, reason="", now=now,
+                        panels=panels)
 
 
 def _items_read(known: dict[int, RubricItem], ids: list[int]) -> None:

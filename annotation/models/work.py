@@ -251,6 +251,9 @@ class ItemConsensus(models.Model):
     provenance = models.CharField(max_length=12, choices=Provenance.choices, blank=True)
     computed_at = models.DateTimeField()
 
+    # Not a column: the voters' ids, in submission order, on a record `consensus_compute` just wrote.
+    panel: list[int] | None = None
+
     class Meta:
         ordering = ["task_id", "rubric_item_id"]
         constraints = [

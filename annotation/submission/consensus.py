@@ -69,10 +69,14 @@ def consensus_compute(*, task: Task, now: datetime, first: bool = False) -> list
     base panel: an item that panel left tied and the extra experts decided is `extra_expert`.
     `first`: the caller, holding the task's lock, found it without consensus rows, so none
     can be left over to delete (a submission completing its task: one statement less).
+    Each record's `panel` is the experts who voted on its item, in submission order (a consultation
+    the rules open asks them, without reading the labels again).
     """
     votes: dict[int, list[int]] = defaultdict(list)
-    for item_id, value in _VOTES.tuples(task_id=task.pk):
+    panels: dict[int, list[int]] = defaultdict(list)
+    for item_id, value, expert_id in _VOTES.tuples(task_id=task.pk):
         votes[item_id].append(value)
+        panels[item_id].append(expert_id)
     base_size = max(1, task.overlap - task.extra_slots)
     adjudicated = {item_id: (value, ambiguous) for item_id, value, ambiguous in
                    _ADJUDICATIONS.tuples(task_id=task.pk)}
@@ -87,8 +91,10 @@ def consensus_compute(*, task: Task, now: datetime, first: bool = False) -> list
             verdict, ambiguous = adjudicated[item_id]
             provenance = Provenance.ADJUDICATED
             majority, zone = (None, Zone.AMBIGUOUS) if ambiguous else (verdict, zone)
-        records.append(ItemConsensus(task=task, rubric_item_id=item_id, hit_votes=hits, total_votes=total,
-                                     majority=majority, zone=zone, provenance=provenance, computed_at=now))
+        record = ItemConsensus(task=task, rubric_item_id=item_id, hit_votes=hits, total_votes=total,
+                               majority=majority, zone=zone, provenance=provenance, computed_at=now)
+        record.panel = panels[item_id]
+        records.append(record)
     if not first:
         _stale_delete(task_id=task.pk, kept=list(votes))
     # One statement, as bulk_create(update_conflicts=True) writes it, without the ORM's preparation
@@ -105,7 +111,7 @@ def _votes_query(*, task_id: int) -> QuerySet[Any]:
     return (Label.objects.counted().filter(task_id=task_id, assignment__task_id=task_id,
                                            assignment__status=Assignment.Status.SUBMITTED)
             .order_by("rubric_item_id", "assignment__submitted_at", "assignment_id")
-            .values_list("rubric_item_id", voting_value()))
+            .values_list("rubric_item_id", voting_value(), "assignment__expert_id"))
 
 
 # Every completed task's consensus reads them: compiled once per process (core.prepared).

@@ -4,6 +4,8 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -104,6 +106,23 @@ def test_a_tie_the_extra_experts_could_not_break_opens_one_with_the_panel_and_it
     view = consultation_view(_access(pm, consultation))
     assert view.notes == [{"author": ExpertProfile.objects.get(user=a).pseudonym,
                            "text": "用户没有明确求助，这条难判断。"}]
+
+
+def test_the_submission_that_opens_a_consultation_reads_the_panels_labels_once():
+    """The consensus and the consultation's panel come from one read of the task's labels."""
+    project = make_project_with_tasks(n_questions=1, items_per_question=3, overlap=2)
+    _settings(project, tie_extra_experts="off")
+    a, b = _experts(project, 2)
+    _submit(a, project, {1: 1, 2: 1, 3: 0})
+
+    with CaptureQueriesContext(connection) as last:
+        _submit(b, project, {1: 0, 2: 1, 3: 0})
+
+    consultation = Consultation.objects.get()
+    assert list(consultation.participants.order_by("pk").values_list("user_id", flat=True)) == [a.pk, b.pk]
+    label_reads = [q["sql"] for q in last.captured_queries
+                   if q["sql"].startswith("SELECT") and 'FROM "annotation_label"' in q["sql"]]
+    assert len(label_reads) == 1, label_reads
 
 
 def test_a_tie_with_an_extra_expert_still_to_come_opens_nothing_yet():

@@ -1,5 +1,7 @@
 """The database connection dropped in the middle of a submission: nothing of it stays, and the
 retry with the same Idempotency-Key records it once."""
+import re
+
 import pytest
 from django.db import close_old_connections, connection
 from rest_framework.test import APIClient
@@ -14,12 +16,16 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres,
 
 
 def _drop_after_the_labels_insert():
-    """A query wrapper: once the labels are inserted, another session ends this one's backend."""
+    """A query wrapper: once the labels are inserted, another session ends this one's backend.
+
+    On PostgreSQL the labels go in with the statement that turns the lease into a submission
+    (annotation.submission.services._MARK_SUBMITTED_SQL); elsewhere in a statement of their own."""
     fired = []
+    writes_labels = re.compile(rf'INSERT INTO "?{Label._meta.db_table}"? \(')
 
     def wrapper(execute, sql, params, many, context):
         result = execute(sql, params, many, context)
-        if not fired and sql.startswith(f'INSERT INTO "{Label._meta.db_table}"'):
+        if not fired and writes_labels.search(sql):
             fired.append(True)
             pid = context["connection"].connection.info.backend_pid
             with side_connection() as side:

@@ -98,6 +98,17 @@ def percentiles(samples: list[float]) -> dict:
     return {"p50_ms": pick(0.50), "p95_ms": pick(0.95), "p99_ms": pick(0.99), "n": len(ordered)}
 
 
+def run_threads(target, tokens: list[str]) -> float:
+    """Run `target(token)` for each token in a thread of its own, all at once; the seconds until all ended."""
+    threads = [threading.Thread(target=target, args=(token,)) for token in tokens]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - started
+
+
 def drive(tokens: list[str], project_id: int, submissions: int,
           kept: dict[str, http.client.HTTPConnection] | None = None) -> dict:
     """`len(tokens)` experts loop next-task -> submit until `submissions` submissions are in, together.
@@ -163,13 +174,7 @@ def drive(tokens: list[str], project_id: int, submissions: int,
             if kept is None:
                 client.close()
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in tokens]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - started
+    elapsed = run_threads(worker, tokens)
     return {"clients": len(tokens), "next_task": percentiles(next_lat), "submit": percentiles(submit_lat),
             "submissions_per_s": round(len(submit_lat) / elapsed, 1), "seconds": round(elapsed, 1),
             "errors": errors[:3]}
@@ -398,6 +403,21 @@ def grow(project_id: int, tasks: int) -> int:
     return Task.objects.filter(project=project).count()
 
 
+def stack_start(root: Path, database: str, broker: str, port: int) -> tuple[subprocess.Popen, subprocess.Popen]:
+    """gunicorn as deployed and a Celery worker consuming the follow-up work, from checkout `root`, on `database`."""
+    env = {**os.environ, "DATABASE_URL": f"{PG}/{database}", "DB_CONN_MAX_AGE": "600", "AXES_ENABLED": "0",
+           "CELERY_TASK_ALWAYS_EAGER": "0", "REDIS_URL": broker, "CELERY_BROKER_URL": broker,
+           "GUNICORN_BIND": f"127.0.0.1:{port}"}
+    server = subprocess.Popen([str(root / ".venv" / "bin" / "gunicorn"), "-c", "platform/gunicorn.conf.py",
+                               "config.wsgi:application", "--access-logfile", "/dev/null", "--log-level", "warning"],
+                              cwd=root, env=env)
+    worker = subprocess.Popen([str(root / ".venv" / "bin" / "celery"), "-A", "config", "worker", "--loglevel",
+                               "WARNING", "--concurrency", "2", "--without-gossip", "--without-mingle"],
+                              cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    return server, worker
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, nargs="+", default=[10_000, 100_000])
@@ -421,16 +441,7 @@ def main() -> None:
     import redis
 
     redis.Redis.from_url(broker).flushdb()
-    env = {**os.environ, "DATABASE_URL": f"{PG}/{DB_NAME}", "DB_CONN_MAX_AGE": "600", "AXES_ENABLED": "0",
-           "CELERY_TASK_ALWAYS_EAGER": "0", "REDIS_URL": broker, "CELERY_BROKER_URL": broker,
-           "GUNICORN_BIND": f"127.0.0.1:{PORT}"}
-    server = subprocess.Popen([str(ROOT / ".venv" / "bin" / "gunicorn"), "-c", "platform/gunicorn.conf.py",
-                               "config.wsgi:application", "--access-logfile", "/dev/null", "--log-level", "warning"],
-                              cwd=ROOT, env=env)
-    worker = subprocess.Popen([str(ROOT / ".venv" / "bin" / "celery"), "-A", "config", "worker", "--loglevel",
-                               "WARNING", "--concurrency", "2", "--without-gossip", "--without-mingle"],
-                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
+    server, worker = stack_start(ROOT, DB_NAME, broker, PORT)
     sizes = []
     try:
         server_wait(f"http://127.0.0.1:{PORT}")

@@ -86,13 +86,7 @@ def loop(port: int, tokens: list[str], project_id: int, submissions: int) -> dic
                 submit_lat.append(done - sent)
         client.close()
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in tokens]
-    started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - started
+    elapsed = bench.run_threads(worker, tokens)
     return {"next_p95_ms": bench.percentiles(next_lat).get("p95_ms"),
             "submit_p95_ms": bench.percentiles(submit_lat).get("p95_ms"),
             "submissions_per_s": round(len(submit_lat) / elapsed, 1), "n": len(submit_lat), "errors": errors[:3]}
@@ -113,16 +107,7 @@ def cpu(side: dict) -> dict[str, float]:
 
 
 def start(side: str, root: Path, database: str) -> dict:
-    env = {**os.environ, "DATABASE_URL": f"{PG}/{database}", "DB_CONN_MAX_AGE": "600", "AXES_ENABLED": "0",
-           "CELERY_TASK_ALWAYS_EAGER": "0", "REDIS_URL": BROKERS[side], "CELERY_BROKER_URL": BROKERS[side],
-           "GUNICORN_BIND": f"127.0.0.1:{PORTS[side]}"}
-    server = subprocess.Popen([str(root / ".venv" / "bin" / "gunicorn"), "-c", "platform/gunicorn.conf.py",
-                               "config.wsgi:application", "--access-logfile", "/dev/null", "--log-level", "warning"],
-                              cwd=root, env=env)
-    worker = subprocess.Popen([str(root / ".venv" / "bin" / "celery"), "-A", "config", "worker", "--loglevel",
-                               "WARNING", "--concurrency", "2", "--without-gossip", "--without-mingle"],
-                              cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
+    server, worker = bench.stack_start(root, database, BROKERS[side], PORTS[side])
     return {"server": server, "worker": worker, "database": database, "root": str(root)}
 
 

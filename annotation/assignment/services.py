@@ -508,13 +508,15 @@ _LEASE_SQL = """WITH slot AS (
     RETURNING ins.id, ins.slot, t.live_count, t.status"""
 
 
+# The live statuses are constants of the code, written into the text (a list parameter cost psycopg more
+# to adapt than the rest of the statement's values together).
+_LIVE_STATUSES_SQL = ", ".join(f"'{status}'" for status in LIVE_ASSIGNMENT_STATUSES)
+
+
 def _lease_insert(assignment: Assignment) -> tuple[int, int, int, str] | None:
     columns, values, params = insert_parts(assignment, computed={"slot": "slot.n"})
-    # The live statuses are constants of the code, written into the text (a list parameter cost psycopg more
-    # to adapt than the rest of the statement's values together).
-    live = ", ".join(f"'{status}'" for status in LIVE_ASSIGNMENT_STATUSES)
     sql = _LEASE_SQL.format(task=Task._meta.db_table, assignment=Assignment._meta.db_table,
-                            columns=", ".join(columns), values=", ".join(values), live=live)
+                            columns=", ".join(columns), values=", ".join(values), live=_LIVE_STATUSES_SQL)
     with connection.cursor() as cursor:
         cursor.execute(sql, [assignment.task_id, *params, Task.Status.FULL.value])
         return cursor.fetchone()

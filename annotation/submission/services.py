@@ -151,13 +151,12 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
     return SubmitResult(assignment=assignment, created=True, task_complete=_reported_complete(task))
 
 
-# One statement for the usual submission on PostgreSQL: the leased assignment becomes submitted,
-# its draft goes, its labels are written (from one JSON parameter: no model instances, no statement of
-# their own; three array parameters cost psycopg half as much CPU again to adapt), the task counts one
-# more submission (complete at its overlap), and whether the
-# task already has consensus rows (a task reopened by a rejection) comes back. The caller holds the
-# task's lock, and every writer of consensus rows holds it too, so this statement's snapshot (taken
-# after the lock was granted) sees them all.
+# One statement for the usual submission on PostgreSQL: the leased assignment becomes submitted, its
+# draft goes, its labels are written (from one JSON parameter: no model instances, no statement of their
+# own; three array parameters cost psycopg half as much CPU again to adapt), the task counts one more
+# submission (complete at its overlap), and whether the task already has consensus rows (a task reopened
+# by a rejection) comes back. The caller holds the task's lock, and every writer of consensus rows holds
+# it too, so this statement's snapshot (taken after the lock was granted) sees them all.
 _MARK_SUBMITTED_SQL = """
 WITH lease AS (
     UPDATE {assignment} SET status = %(submitted)s, submitted_at = %(now)s, tier_at_submission = %(tier)s

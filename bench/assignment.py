@@ -119,6 +119,9 @@ def drive(tokens: list[str], project_id: int, submissions: int,
     has been up a while, instead of a worker that new connections happened to wake."""
     next_lat: list[float] = []
     submit_lat: list[float] = []
+    # Split by whether the submission completed its task (and so wrote its consensus) or not.
+    completing_lat: list[float] = []
+    other_lat: list[float] = []
     lock = threading.Lock()
     errors: list[str] = []
     left = [submissions]
@@ -170,12 +173,14 @@ def drive(tokens: list[str], project_id: int, submissions: int,
                 with lock:
                     next_lat.append(t1 - t0)
                     submit_lat.append(t3 - t2)
+                    (completing_lat if json.loads(text).get("task_complete") else other_lat).append(t3 - t2)
         finally:
             if kept is None:
                 client.close()
 
     elapsed = run_threads(worker, tokens)
     return {"clients": len(tokens), "next_task": percentiles(next_lat), "submit": percentiles(submit_lat),
+            "submit_completing": percentiles(completing_lat), "submit_not_completing": percentiles(other_lat),
             "submissions_per_s": round(len(submit_lat) / elapsed, 1), "seconds": round(elapsed, 1),
             "errors": errors[:3]}
 

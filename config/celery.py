@@ -30,6 +30,35 @@ def _refuse_unsafe_keys(**kwargs) -> None:
     startup_refuse_unsafe()
 
 
+# The worker's own process (set when it starts): its prefork pool's processes, where the tasks run, are others.
+_worker_main_pid = 0
+
+
+@worker_init.connect
+def _worker_main_note(**kwargs) -> None:
+    global _worker_main_pid
+    _worker_main_pid = os.getpid()
+
+
+@worker_process_init.connect
+def _nice(**kwargs) -> None:
+    """Each process of the worker's pool yields the CPU to the web (settings RUBRICA_WORKER_NICE). The solo
+    pool runs tasks in the worker's own process, as a test's in-process worker does: that one is left as is."""
+    if os.getpid() != _worker_main_pid:
+        worker_nice_apply()
+
+
+def worker_nice_apply() -> int:
+    """Raise this process's nice level to RUBRICA_WORKER_NICE (never lower it); the level it runs at now."""
+    from django.conf import settings
+
+    wanted = max(0, min(19, int(getattr(settings, "RUBRICA_WORKER_NICE", 0))))
+    current = os.nice(0)
+    if wanted > current:
+        current = os.nice(wanted - current)
+    return current
+
+
 @worker_process_init.connect
 def _gc_tune(**kwargs) -> None:
     """Each pool process sets the loaded application aside from the garbage collector (core.gc_tuning)."""

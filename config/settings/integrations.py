@@ -19,6 +19,13 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # filled, its prepared statements lost). Set past reach, the fixup never closes it; config/celery.py
 # closes it instead the way a request does, by CONN_MAX_AGE, CONN_HEALTH_CHECKS and errors.
 CELERY_DB_REUSE_MAX = 10**9
+# The worker's processes run at this nice level (0 to 19; 0 leaves them as started): everything the
+# worker does is background work (follow-ups, agreement reports, exports), and on a host it shares
+# with the web process it should take the CPU the web's requests leave, not the other way round.
+# An agreement report of a large project takes a core for a second or more; at the same priority
+# it doubled the experts' waits while it ran (bench/assignment.py). Where the worker has a machine
+# or a CPU quota of its own (platform/k8s/worker.yaml) the level changes nothing.
+RUBRICA_WORKER_NICE = env_int("RUBRICA_WORKER_NICE", 10)
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 300)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 360)
 # A message a killed worker had taken comes back to the queue after this many seconds (Redis

@@ -90,3 +90,40 @@ def test_a_kept_idle_connection_is_found_usable_without_a_statement_and_one_the_
     with connection.cursor() as cursor:  # a new session, as the next request gets
         cursor.execute("SELECT 1")
         assert cursor.fetchone() == (1,)
+
+
+def test_timestamps_are_read_by_psycopgs_native_loader_as_the_same_aware_utc_values_django_reads():
+    from datetime import datetime, timedelta, timezone
+
+    from django.db.backends.postgresql.psycopg_any import register_tzloader
+    from psycopg.pq import Format
+
+    from core.postgresql.base import NATIVE_TZ_LOADER, TIMESTAMPTZ_OID
+
+    query = ("SELECT '2026-03-01 12:00:00.123456+08'::timestamptz, '1999-12-31 23:59:59-05:30'::timestamptz, "
+             "NULL::timestamptz, '2026-03-01 12:00:00'::timestamp")
+    connection.ensure_connection()
+    assert connection.connection.adapters.get_loader(TIMESTAMPTZ_OID, Format.TEXT) is NATIVE_TZ_LOADER
+    # The C loader, not Django's Python subclass of psycopg's Python one.
+    assert NATIVE_TZ_LOADER.__module__.startswith(("psycopg_binary", "psycopg_c"))
+    with connection.cursor() as cursor:
+        cursor.execute(query)
+        native = cursor.fetchone()
+    with connection.cursor() as cursor:
+        register_tzloader(connection.timezone, cursor.cursor)  # Django's own loader, on this cursor
+        cursor.execute(query)
+        django_way = cursor.fetchone()
+    assert native == django_way
+    assert native[0] == datetime(2026, 3, 1, 4, 0, 0, 123456, tzinfo=timezone.utc)
+    assert native[0].tzinfo is timezone.utc and native[1].tzinfo is timezone.utc
+    assert native[1] == datetime(2000, 1, 1, 5, 29, 59, tzinfo=timezone.utc)
+    assert native[2] is None and native[3].tzinfo is None
+    assert datetime.now(timezone.utc) - User.objects.create(username="stamped").date_joined < timedelta(minutes=1)
+
+
+def test_without_time_zone_support_the_connection_reads_naive_timestamps_as_django_does(settings):
+    settings.USE_TZ = False
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT '2026-03-01 12:00:00+00'::timestamptz")
+        (value,) = cursor.fetchone()
+    assert value.tzinfo is None

@@ -37,9 +37,8 @@ from functools import lru_cache
 from typing import Any
 
 from django.db.backends.postgresql import base
-from psycopg import ClientCursor
+from psycopg import ClientCursor, postgres
 from psycopg import Error as DatabaseError
-from psycopg import postgres
 from psycopg._queries import PostgresQuery, _query2pg_nocache
 from psycopg.pq import ConnStatus, Format, TransactionStatus
 
@@ -121,14 +120,15 @@ class DatabaseWrapper(base.DatabaseWrapper):
             return super().create_cursor(name)
         if name:
             if self.settings_dict["OPTIONS"].get("server_side_binding") is not True:
-                cursor = base.ServerSideCursor(conn, name=name, scrollable=False, withhold=conn.autocommit)
+                cursor = base.ServerSideCursor(  # type: ignore[attr-defined]
+                    conn, name=name, scrollable=False, withhold=conn.autocommit)
             else:
                 cursor = conn.cursor(name, scrollable=False, withhold=conn.autocommit)
         else:
             cursor = conn.cursor()
         if self.timezone is not datetime.timezone.utc:
             # The settings changed since the connection opened (a test's override): Django's loader.
-            base.register_tzloader(self.timezone, cursor)
+            base.register_tzloader(self.timezone, cursor)  # type: ignore[attr-defined]
         return cursor
 
     def get_connection_params(self) -> dict[str, Any]:

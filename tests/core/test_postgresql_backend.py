@@ -118,7 +118,11 @@ def test_timestamps_are_read_by_psycopgs_native_loader_as_the_same_aware_utc_val
     assert native[0].tzinfo is timezone.utc and native[1].tzinfo is timezone.utc
     assert native[1] == datetime(2000, 1, 1, 5, 29, 59, tzinfo=timezone.utc)
     assert native[2] is None and native[3].tzinfo is None
-    assert datetime.now(timezone.utc) - User.objects.create(username="stamped").date_joined < timedelta(minutes=1)
+    stamped = User.objects.create(username="stamped")
+    assert datetime.now(timezone.utc) - User.objects.get(pk=stamped.pk).date_joined < timedelta(minutes=1)
+    # A named (server-side) cursor, as `.iterator()` opens one, reads them the same way.
+    (joined,) = User.objects.filter(pk=stamped.pk).values_list("date_joined", flat=True).iterator(chunk_size=10)
+    assert joined == User.objects.get(pk=stamped.pk).date_joined and joined.tzinfo is timezone.utc
 
 
 def test_without_time_zone_support_the_connection_reads_naive_timestamps_as_django_does(settings):

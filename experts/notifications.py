@@ -13,16 +13,18 @@ address, the notification is written with `email_status="pending"` and the Celer
 from collections.abc import Iterable
 from contextvars import ContextVar
 from datetime import datetime
+from typing import Any
 
 from django.db import connection
 from django.db.models import QuerySet
 from django.utils import translation
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
+from psycopg.types.json import Jsonb
 
 from core.after_commit import task_send_on_commit
 from core.errors import NotFound
-from core.sql_insert import insert_rows
+from core.sql_insert import insert_parts, insert_rows
 from experts.models import Notification, NotificationPreference, Tier, User
 from experts.tier_reasons import tier_reason_text
 
@@ -147,47 +149,67 @@ def notification_send(*, users: Iterable[User], kind: str, params: dict, now: da
     return notifications_send_many(kind=kind, now=now, batch=[([user.pk for user in users], params, link)])
 
 
-# Of these users, who asked for this kind by email and has an address (one statement, on PostgreSQL;
-# a submission that opens consultations asks it: building the ORM's query cost more CPU than running it).
-_EMAILED_SQL = """SELECT p.user_id FROM {preference} p JOIN {user} u ON u.id = p.user_id
-    WHERE p.user_id = ANY(%s) AND p.kind = %s AND p.email AND u.email <> ''"""
-
-
+# Of these users, who asked for this kind by email and has an address (the embedded SQLite's path).
 def _emailed(user_ids: set[int], kind: str) -> set[int]:
-    if connection.vendor != "postgresql":
-        return set(NotificationPreference.objects.filter(user__in=user_ids, kind=kind, email=True)
-                   .exclude(user__email="").values_list("user_id", flat=True))
+    return set(NotificationPreference.objects.filter(user__in=user_ids, kind=kind, email=True)
+               .exclude(user__email="").values_list("user_id", flat=True))
+
+
+# On PostgreSQL the rows are written in one statement that also decides, row by row, which are emailed
+# (the reader asked for the kind by email and has an address): no read of the preferences of its own.
+# The rows come as one JSON parameter; the other columns are the template row's (`insert_parts`).
+_EMAILED_CASE = """CASE WHEN EXISTS (SELECT 1 FROM {preference} p JOIN {user} u ON u.id = p.user_id
+    WHERE p.user_id = x.user_id AND p.kind = x.kind AND p.email AND u.email <> '') THEN '{pending}' ELSE '{none}' END"""
+_INSERT_SQL = """INSERT INTO {table} ({columns}) SELECT {values}
+    FROM jsonb_to_recordset(%s) AS x(user_id bigint, kind text, message text, params jsonb, link text)
+    RETURNING id, email_status"""
+
+
+def _insert_deciding_email(kind: str, now: datetime, rows: list[dict]) -> list[tuple[int, str]]:
+    """Write `rows` ({user_id, message, params, link}) as notifications of `kind`; (id, email status) of each."""
+    emailed = _EMAILED_CASE.format(preference=NotificationPreference._meta.db_table, user=User._meta.db_table,
+                                   pending=Notification.EmailStatus.PENDING.value,
+                                   none=Notification.EmailStatus.NONE.value)
+    template = Notification(kind=kind, message="", params={}, link="", created_at=now)
+    columns, values, params = insert_parts(template, computed={
+        "user_id": "x.user_id", "message": "x.message", "params": "x.params", "link": "x.link",
+        "email_status": emailed})
+    sql = _INSERT_SQL.format(table=Notification._meta.db_table, columns=", ".join(columns), values=", ".join(values))
     with connection.cursor() as cursor:
-        cursor.execute(_EMAILED_SQL.format(preference=NotificationPreference._meta.db_table,
-                                           user=User._meta.db_table), [sorted(user_ids), kind])
-        return {user_id for (user_id,) in cursor.fetchall()}
+        bound: list[Any] = [*params, Jsonb([{**row, "kind": kind} for row in rows])]
+        cursor.execute(sql, bound)
+        return cursor.fetchall()
 
 
 def notifications_send_many(*, kind: str, now: datetime, batch: list[tuple[list[int], dict, str]]) -> int:
-    """`notification_send` for several (user ids, params, link) at once, in two statements
+    """`notification_send` for several (user ids, params, link) at once, in one statement on PostgreSQL
     (a submission that opens consultations on several items notifies each item's panel)."""
     everyone = {user_id for user_ids, _params, _link in batch for user_id in user_ids}
-    emailed = _emailed(everyone, kind) if everyone else set()
-    pending, none = Notification.EmailStatus.PENDING, Notification.EmailStatus.NONE
-    rows = []
-    with translation.override("en"):
-        for user_ids, params, link in batch:
-            message = _render(kind, params)
-            rows += [Notification(user_id=user_id, kind=kind, message=message, params=params, link=link,
-                                  created_at=now, email_status=pending if user_id in emailed else none)
-                     for user_id in user_ids]
-    if not rows:
+    if not everyone:
         return 0
-    # One statement, without the ORM's preparation of each row; the ids are read back only for the
-    # emails to send.
-    insert_rows(rows, returning=bool(emailed))
-    for row in rows:
-        if row.email_status == pending:
-            task_send_on_commit("experts.notification_email_send", notification_id=row.pk)
+    with translation.override("en"):
+        messages = [_render(kind, params) for _user_ids, params, _link in batch]
+    if connection.vendor == "postgresql":
+        written = _insert_deciding_email(kind, now, [
+            {"user_id": user_id, "message": message, "params": params, "link": link}
+            for (user_ids, params, link), message in zip(batch, messages, strict=True) for user_id in user_ids])
+        to_email = [pk for pk, status in written if status == Notification.EmailStatus.PENDING]
+    else:
+        emailed = _emailed(everyone, kind)
+        pending, none = Notification.EmailStatus.PENDING, Notification.EmailStatus.NONE
+        rows = [Notification(user_id=user_id, kind=kind, message=message, params=params, link=link, created_at=now,
+                             email_status=pending if user_id in emailed else none)
+                for (user_ids, params, link), message in zip(batch, messages, strict=True) for user_id in user_ids]
+        # The ids are read back only for the emails to send.
+        insert_rows(rows, returning=bool(emailed))
+        written = [(row.pk, row.email_status) for row in rows]
+        to_email = [row.pk for row in rows if row.email_status == pending]
+    for pk in to_email:
+        task_send_on_commit("experts.notification_email_send", notification_id=pk)
     notified = notified_users.get()
     if notified is not None:
         notified.update(everyone)
-    return len(rows)
+    return len(written)
 
 
 def notification_list_for_user(user: User) -> QuerySet[Notification]:

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.urls import reverse
+from psycopg.types.json import Jsonb
 
 from annotation import permissions
 from annotation.audit.services import audit_record
@@ -21,7 +22,7 @@ from annotation.selectors import assignment_get_for_expert
 from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError, NotFound
 from core.prepared import Prepared
-from core.sql_insert import insert_rows
+from core.sql_insert import insert_parts, insert_rows
 from experts.models import User
 from experts.notifications import notification_send, notifications_send_many
 from rubrics.models import RubricItem
@@ -102,23 +103,63 @@ def consultation_notify_vote(*, consultation: Consultation, users: list[User], n
 def _create_many(*, task: Task, items: list[tuple[RubricItem, str]], by: User | None, reason: str,
                  now: datetime, panels: dict[int, list[int]] | None = None) -> list[Consultation]:
     """Open a consultation on each (item, trigger) of the task, with its panel, and ask the panels to vote:
-    a fixed number of statements however many items (a submission may open several), written by
-    `insert_rows` (the ORM's bulk_create spent more CPU preparing these rows than the database storing them)."""
+    a fixed number of statements however many items (a submission may open several): on PostgreSQL one for
+    the consultations and their panels, one for the notifications, built from the models' fields
+    (`core.sql_insert`: the ORM's bulk_create spent more CPU preparing these rows than the database storing them)."""
+    if not items:
+        return []
     project = task.project
     deadline = now + timedelta(hours=project.consult_deadline_h)
     consultations = [Consultation(project=project, task=task, rubric_item=item, trigger=trigger, opened_by=by,
                                   opening_reason=reason, opened_at=now, deadline_at=deadline)
                      for item, trigger in items]
-    insert_rows(consultations, returning=True)
     if panels is None or any(item.pk not in panels for item, _trigger in items):
         panels = _panels(task, [item.pk for item, _trigger in items])
-    insert_rows([ConsultationParticipant(consultation=c, user_id=user_id, role=ConsultationParticipant.Role.PANEL,
-                                         added_at=now)
-                 for c in consultations for user_id in panels[c.rubric_item_id]])
+    if connection.vendor == "postgresql":
+        _insert_with_panels(consultations, panels, now)
+    else:
+        insert_rows(consultations, returning=True)
+        insert_rows([ConsultationParticipant(consultation=c, user_id=user_id,
+                                             role=ConsultationParticipant.Role.PANEL, added_at=now)
+                     for c in consultations for user_id in panels[c.rubric_item_id]])
     notices = [(panels[c.rubric_item_id], *_vote_notice(c, item)) for c, (item, _t) in zip(consultations, items,
                                                                                             strict=True)]
     notifications_send_many(kind="consultation_vote", now=now, batch=notices)
     return consultations
+
+
+# The consultations and their panels in one statement on PostgreSQL: the panel rows come as one JSON
+# parameter and join the new consultations by item (one consultation an item per call).
+_WITH_PANELS_SQL = """WITH c AS (INSERT INTO {consultation} ({columns}) VALUES {rows} RETURNING id, rubric_item_id),
+p AS (INSERT INTO {participant} ({panel_columns}) SELECT {panel_values}
+      FROM c JOIN jsonb_to_recordset(%s) AS x(item bigint, user_id bigint) ON x.item = c.rubric_item_id)
+SELECT id, rubric_item_id FROM c"""
+
+
+def _insert_with_panels(consultations: list[Consultation], panels: dict[int, list[int]], now: datetime) -> None:
+    """Write `consultations` (their ids set on them) and a panel participant for each voter of their item."""
+    rows, params = [], []
+    for consultation in consultations:
+        columns, values, row_params = insert_parts(consultation)
+        rows.append(f"({', '.join(values)})")
+        params += row_params
+    template = ConsultationParticipant(role=ConsultationParticipant.Role.PANEL, added_at=now)
+    panel_columns, panel_values, panel_params = insert_parts(
+        template, computed={"consultation_id": "c.id", "user_id": "x.user_id"})
+    sql = _WITH_PANELS_SQL.format(
+        consultation=Consultation._meta.db_table, columns=", ".join(columns), rows=", ".join(rows),
+        participant=ConsultationParticipant._meta.db_table, panel_columns=", ".join(panel_columns),
+        panel_values=", ".join(panel_values))
+    voters = Jsonb([{"item": c.rubric_item_id, "user_id": user_id} for c in consultations
+                    for user_id in panels[c.rubric_item_id]])
+    with connection.cursor() as cursor:
+        bound: list[Any] = [*params, *panel_params, voters]
+        cursor.execute(sql, bound)
+        ids = dict((item_id, pk) for pk, item_id in cursor.fetchall())
+    for consultation in consultations:
+        consultation.pk = ids[consultation.rubric_item_id]
+        consultation._state.adding = False
+        consultation._state.db = connection.alias
 
 
 def _create(*, task: Task, item: RubricItem, trigger: str, by: User | None, reason: str,

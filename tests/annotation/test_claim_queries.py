@@ -16,7 +16,7 @@ from rest_framework.authtoken.models import Token
 
 import core.after_commit as after_commit
 from annotation.assignment.services import assignment_claim_next
-from annotation.models import Assignment, Label, Task
+from annotation.models import Assignment, Consultation, ConsultationParticipant, Label, Task
 from annotation.selectors import rubric_items_for_task, rubric_items_forget
 from annotation.services import project_add_member
 from core.models import OutboxTask
@@ -42,6 +42,9 @@ CLAIM_SERVICE_QUERIES = 4
 # the follow-up work (1); INSERT idempotency record (1).
 SUBMIT_API_QUERIES = 9
 COMPLETING_SUBMIT_API_QUERIES = 14
+# A completing submission whose panel split also opens consultations: the items that ever had one (1), the
+# consultations with their panels (1), the panels' notifications, deciding who is emailed (1).
+CONSULTING_SUBMIT_API_QUERIES = COMPLETING_SUBMIT_API_QUERIES + 3
 
 
 def _statements(context: CaptureQueriesContext) -> list[str]:
@@ -120,3 +123,36 @@ def test_a_submission_that_completes_its_task_stays_within_a_fixed_number_of_que
     # agreement request joins the same outbox row.
     assert len(_statements(submit)) <= COMPLETING_SUBMIT_API_QUERIES, "\n".join(_statements(submit))
     assert OutboxTask.objects.filter(name="core.follow_ups_run").count() == 3
+
+
+def test_a_completing_submission_that_opens_consultations_on_several_items_stays_within_a_fixed_number(api, broker):
+    """The panel split on every item: each gets a consultation, its panel and their notifications, in a
+    fixed number of statements however many items."""
+    from experts.models import Notification
+
+    project = make_project_with_tasks(n_questions=1, items_per_question=10, overlap=3)
+    project.consult_on_many_splits, project.consult_split_share_pct = True, 33
+    project.save(update_fields=["consult_on_many_splits", "consult_split_share_pct"])
+    experts = [ExpertFactory() for _ in range(3)]
+    for member in experts:
+        project_add_member(project=project, user=member)
+    for n, member in enumerate(experts):
+        client = _client(api, member)
+        claimed = client.post(reverse("api-next-task", args=[project.pk]))
+        lease = Assignment.objects.get(pk=claimed.json()["id"])
+        labels = {item.item_key: int(n < 2) for item in rubric_items_for_task(lease.task)}
+        rubric_items_forget()
+        with CaptureQueriesContext(connection) as submit:
+            answer = client.post(reverse("api-submit", args=[lease.pk]), {"labels": labels}, format="json",
+                                 HTTP_IDEMPOTENCY_KEY=f"split-{n}")
+        assert answer.status_code == 201
+    assert answer.json()["task_complete"] is True
+    assert Consultation.objects.filter(task=lease.task).count() == 10
+    panel = {(c, u) for c, u in ConsultationParticipant.objects.values_list("consultation__rubric_item_id", "user_id")}
+    assert panel == {(item.pk, e.pk) for item in rubric_items_for_task(lease.task) for e in experts}
+    votes = Notification.objects.filter(kind="consultation_vote")
+    assert sorted(votes.values_list("user_id", flat=True)) == sorted([e.pk for e in experts] * 10)
+    assert {n.email_status for n in votes} == {""}  # nobody asked for these by email
+    by_key = dict(Consultation.objects.filter(task=lease.task).values_list("rubric_item__item_key", "pk"))
+    assert all(n.link == reverse("consultation_detail", args=[by_key[n.params["item"]]]) for n in votes)
+    assert len(_statements(submit)) <= CONSULTING_SUBMIT_API_QUERIES, "\n".join(_statements(submit))

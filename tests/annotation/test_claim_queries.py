@@ -6,6 +6,8 @@ Counted as production sends them: with a broker (the outbox on, messages recorde
 without the SAVEPOINT/RELEASE pairs that the test's own transaction turns each `transaction.atomic` into
 (in production the outermost one is a BEGIN and a COMMIT, which Django does not log either).
 """
+from typing import Any
+
 import pytest
 from celery import current_app
 from django.db import connection
@@ -100,28 +102,40 @@ def test_next_task_and_submit_for_a_veteran_on_100000_tasks_make_a_fixed_number_
     assert broker == ["core.follow_ups_drain"]
 
 
-def test_a_submission_that_completes_its_task_stays_within_a_fixed_number_of_queries(api, broker):
-    """The last submission of a panel also writes the consensus: a few statements more, still fixed."""
-    project = make_project_with_tasks(n_questions=1, items_per_question=10, overlap=3)
-    experts = [ExpertFactory() for _ in range(3)]
-    for member in experts:
-        project_add_member(project=project, user=member)
+def _panel_submits(api, project, experts, value_of) -> tuple[Any, Task, list[str]]:
+    """Each of `experts` in turn takes the next task and submits `value_of(n)` on every item (n: their turn);
+    the last answer, its task and the statements its submission sent."""
     for n, member in enumerate(experts):
         client = _client(api, member)
         claimed = client.post(reverse("api-next-task", args=[project.pk]))
         assert claimed.status_code == 200, claimed.content
         lease = Assignment.objects.get(pk=claimed.json()["id"])
-        labels = {item.item_key: 1 for item in rubric_items_for_task(lease.task)}
+        labels = {item.item_key: value_of(n) for item in rubric_items_for_task(lease.task)}
         rubric_items_forget()
         with CaptureQueriesContext(connection) as submit:
             answer = client.post(reverse("api-submit", args=[lease.pk]), {"labels": labels}, format="json",
                                  HTTP_IDEMPOTENCY_KEY=f"panel-{n}")
         assert answer.status_code == 201
+    return answer, lease.task, _statements(submit)
+
+
+def _panel_project() -> tuple[Any, list[Any]]:
+    project = make_project_with_tasks(n_questions=1, items_per_question=10, overlap=3)
+    experts = [ExpertFactory() for _ in range(3)]
+    for member in experts:
+        project_add_member(project=project, user=member)
+    return project, experts
+
+
+def test_a_submission_that_completes_its_task_stays_within_a_fixed_number_of_queries(api, broker):
+    """The last submission of a panel also writes the consensus: a few statements more, still fixed."""
+    project, experts = _panel_project()
+    answer, _task, statements = _panel_submits(api, project, experts, lambda n: 1)
     assert answer.json()["task_complete"] is True
     # The consensus: the panel's labels and adjudications read, stale rows dropped, the items' rows
     # written (4); the webhook endpoints, once for task.completed and consensus.ready (1); the
     # agreement request joins the same outbox row.
-    assert len(_statements(submit)) <= COMPLETING_SUBMIT_API_QUERIES, "\n".join(_statements(submit))
+    assert len(statements) <= COMPLETING_SUBMIT_API_QUERIES, "\n".join(statements)
     assert OutboxTask.objects.filter(name="core.follow_ups_run").count() == 3
 
 
@@ -130,29 +144,17 @@ def test_a_completing_submission_that_opens_consultations_on_several_items_stays
     fixed number of statements however many items."""
     from experts.models import Notification
 
-    project = make_project_with_tasks(n_questions=1, items_per_question=10, overlap=3)
+    project, experts = _panel_project()
     project.consult_on_many_splits, project.consult_split_share_pct = True, 33
     project.save(update_fields=["consult_on_many_splits", "consult_split_share_pct"])
-    experts = [ExpertFactory() for _ in range(3)]
-    for member in experts:
-        project_add_member(project=project, user=member)
-    for n, member in enumerate(experts):
-        client = _client(api, member)
-        claimed = client.post(reverse("api-next-task", args=[project.pk]))
-        lease = Assignment.objects.get(pk=claimed.json()["id"])
-        labels = {item.item_key: int(n < 2) for item in rubric_items_for_task(lease.task)}
-        rubric_items_forget()
-        with CaptureQueriesContext(connection) as submit:
-            answer = client.post(reverse("api-submit", args=[lease.pk]), {"labels": labels}, format="json",
-                                 HTTP_IDEMPOTENCY_KEY=f"split-{n}")
-        assert answer.status_code == 201
+    answer, task, statements = _panel_submits(api, project, experts, lambda n: int(n < 2))
     assert answer.json()["task_complete"] is True
-    assert Consultation.objects.filter(task=lease.task).count() == 10
+    assert Consultation.objects.filter(task=task).count() == 10
     panel = {(c, u) for c, u in ConsultationParticipant.objects.values_list("consultation__rubric_item_id", "user_id")}
-    assert panel == {(item.pk, e.pk) for item in rubric_items_for_task(lease.task) for e in experts}
+    assert panel == {(item.pk, e.pk) for item in rubric_items_for_task(task) for e in experts}
     votes = Notification.objects.filter(kind="consultation_vote")
     assert sorted(votes.values_list("user_id", flat=True)) == sorted([e.pk for e in experts] * 10)
     assert {n.email_status for n in votes} == {""}  # nobody asked for these by email
-    by_key = dict(Consultation.objects.filter(task=lease.task).values_list("rubric_item__item_key", "pk"))
+    by_key = dict(Consultation.objects.filter(task=task).values_list("rubric_item__item_key", "pk"))
     assert all(n.link == reverse("consultation_detail", args=[by_key[n.params["item"]]]) for n in votes)
-    assert len(_statements(submit)) <= CONSULTING_SUBMIT_API_QUERIES, "\n".join(_statements(submit))
+    assert len(statements) <= CONSULTING_SUBMIT_API_QUERIES, "\n".join(statements)

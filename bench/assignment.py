@@ -389,7 +389,7 @@ def settle() -> None:
 
 
 def grow(project_id: int, tasks: int) -> int:
-    """More models answer the questions until the project has `tasks` tasks."""
+    """More models answer the questions until the project has `tasks` tasks (each new model answers every question)."""
 
     from annotation.models import Project, Question, Response, Task
     from annotation.selectors import rubric_version_current
@@ -400,7 +400,7 @@ def grow(project_id: int, tasks: int) -> int:
     extra = tasks - Task.objects.filter(project=project).count()
     rng = random.Random(5)
     responses = Response.objects.bulk_create(
-        (Response(project=project, question=questions[i % len(questions)], model_name=f"grown-model-{i}",
+        (Response(project=project, question=questions[i % len(questions)], model_name=f"grown-model-{i // len(questions)}",
                   text="嗯，我听到了。") for i in range(max(0, extra))), batch_size=5000)
     Task.objects.bulk_create((Task(project=project, response=r, rubric_version=version, overlap=project.overlap,
                                    shuffle_key=rng.getrandbits(62)) for r in responses), batch_size=5000)

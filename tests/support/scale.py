@@ -21,7 +21,9 @@ BATCH = 5000
 def project_at_scale(*, tasks: int, questions: int = 20, items: int = 3, overlap: int = 3,
                      seed: int = 14, **settings) -> Project:
     """A published project with `tasks` open regular tasks: `questions` questions of `items` rubric items,
-    each answered by many models (one response and task per model)."""
+    each answered by many models (one response and task per model and question: each model answers every
+    question, as the models a project compares do; a model of its own for every response made the
+    agreement report's leaderboard rank one model per task)."""
     rng = random.Random(seed)
     project = make_project_with_tasks(n_questions=questions, items_per_question=items, overlap=overlap)
     if settings:
@@ -31,7 +33,7 @@ def project_at_scale(*, tasks: int, questions: int = 20, items: int = 3, overlap
     found = list(Question.objects.filter(project=project).order_by("pk"))
     extra = tasks - len(found)
     responses = Response.objects.bulk_create(
-        (Response(project=project, question=found[i % len(found)], model_name=f"bulk-model-{i}",
+        (Response(project=project, question=found[i % len(found)], model_name=f"bulk-model-{i // len(found)}",
                   text="听起来你最近压力很大。") for i in range(extra)), batch_size=BATCH)
     Task.objects.bulk_create(
         (Task(project=project, response=r, rubric_version=version, overlap=overlap,

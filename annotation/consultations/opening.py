@@ -217,7 +217,10 @@ def consultations_open_auto(*, task: Task, records: list[ItemConsensus], now: da
                 wanted.setdefault(item_id, Trigger.MANY_SPLITS)
     if not wanted:
         return []
-    seen = {item_id for (item_id,) in _CONSULTED_ITEMS.tuples(task_id=task.pk)}
+    if all(r.consulted is not None for r in records):
+        seen = {r.rubric_item_id for r in records if r.consulted}  # read with the consensus's labels
+    else:
+        seen = {item_id for (item_id,) in _CONSULTED_ITEMS.tuples(task_id=task.pk)}
     opening = [i for i in wanted if i not in seen]
     _items_read(known, opening)
     opening = sorted(i for i in opening if i in known)

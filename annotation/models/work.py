@@ -251,8 +251,10 @@ class ItemConsensus(models.Model):
     provenance = models.CharField(max_length=12, choices=Provenance.choices, blank=True)
     computed_at = models.DateTimeField()
 
-    # Not a column: the voters' ids, in submission order, on a record `consensus_compute` just wrote.
+    # Not columns, on a record `consensus_compute` just wrote: the voters' ids, in submission order, and
+    # whether the item ever had a consultation of this task.
     panel: list[int] | None = None
+    consulted: bool | None = None
 
     class Meta:
         ordering = ["task_id", "rubric_item_id"]

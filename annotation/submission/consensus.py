@@ -17,10 +17,10 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Case, F, OuterRef, QuerySet, Subquery, When
+from django.db.models import Case, Exists, F, OuterRef, QuerySet, Subquery, When
 from django.db.models.functions import Coalesce
 
-from annotation.models import Adjudication, Assignment, ConsensusLabels, ItemConsensus, Label, Task
+from annotation.models import Adjudication, Assignment, ConsensusLabels, Consultation, ItemConsensus, Label, Task
 from core.prepared import Prepared
 from core.sql_insert import insert_rows
 
@@ -70,17 +70,21 @@ def consensus_compute(*, task: Task, now: datetime, first: bool = False) -> list
     `first`: the caller, holding the task's lock, found it without consensus rows, so none
     can be left over to delete (a submission completing its task: one statement less).
     Each record's `panel` is the experts who voted on its item, in submission order (a consultation
-    the rules open asks them, without reading the labels again).
+    the rules open asks them, without reading the labels again), and `consulted` whether the item
+    ever had a consultation of the task (the rules open none again).
     """
     votes: dict[int, list[int]] = defaultdict(list)
     panels: dict[int, list[int]] = defaultdict(list)
     # An item's adjudication (at most one) comes with each of its labels: None when it has none.
     adjudicated: dict[int, tuple[int | None, bool]] = {}
-    for item_id, value, expert_id, verdict, ambiguous in _VOTES.tuples(task_id=task.pk):
+    consulted: set[int] = set()
+    for item_id, value, expert_id, verdict, ambiguous, ever_consulted in _VOTES.tuples(task_id=task.pk):
         votes[item_id].append(value)
         panels[item_id].append(expert_id)
         if ambiguous is not None:
             adjudicated[item_id] = (verdict, ambiguous)
+        if ever_consulted:
+            consulted.add(item_id)
     base_size = max(1, task.overlap - task.extra_slots)
     records = []
     for item_id, values in votes.items():
@@ -95,7 +99,7 @@ def consensus_compute(*, task: Task, now: datetime, first: bool = False) -> list
             majority, zone = (None, Zone.AMBIGUOUS) if ambiguous else (verdict, zone)
         record = ItemConsensus(task=task, rubric_item_id=item_id, hit_votes=hits, total_votes=total,
                                majority=majority, zone=zone, provenance=provenance, computed_at=now)
-        record.panel = panels[item_id]
+        record.panel, record.consulted = panels[item_id], item_id in consulted
         records.append(record)
     if not first:
         _stale_delete(task_id=task.pk, kept=list(votes))
@@ -110,13 +114,16 @@ def _votes_query(*, task_id: int) -> QuerySet[Any]:
     # The assignments are named by their task too (a label's task is its assignment's): the panel's
     # few rows come by the task's index, instead of a pass over every submitted assignment of the
     # database, which a generic plan of the prepared statement took (10 ms at 6,000 assignments).
-    # The item's adjudication (one at most: a consultation's resolution) rides along, instead of a read of its own.
+    # The item's adjudication (one at most: a consultation's resolution) and whether it ever had a consultation
+    # (the rules open none again) ride along, instead of reads of their own.
     adjudication = Adjudication.objects.filter(task_id=OuterRef("task_id"), rubric_item_id=OuterRef("rubric_item_id"))
+    consultation = Consultation.objects.filter(task_id=OuterRef("task_id"), rubric_item_id=OuterRef("rubric_item_id"))
     return (Label.objects.counted().filter(task_id=task_id, assignment__task_id=task_id,
                                            assignment__status=Assignment.Status.SUBMITTED)
             .order_by("rubric_item_id", "assignment__submitted_at", "assignment_id")
             .values_list("rubric_item_id", voting_value(), "assignment__expert_id",
-                         Subquery(adjudication.values("value")[:1]), Subquery(adjudication.values("ambiguous")[:1])))
+                         Subquery(adjudication.values("value")[:1]), Subquery(adjudication.values("ambiguous")[:1]),
+                         Exists(consultation)))
 
 
 # Every completed task's consensus reads them: compiled once per process (core.prepared).

@@ -11,7 +11,7 @@ from annotation.consultations.opening import consultations_open_auto
 from annotation.labels import labels_clean
 from annotation.labels import notes_clean as _clean_notes
 from annotation.lock_objects import assignment_lock, task_lock
-from annotation.models import Assignment, Draft, ItemConsensus, Label, Task, WebhookEvent
+from annotation.models import Assignment, Draft, ItemConsensus, Label, Task, WebhookEndpoint, WebhookEvent
 from annotation.projects.rules import project_check_writable
 from annotation.quality.control import control_record
 from annotation.quality.peer_tally import peer_tally_refresh
@@ -89,8 +89,8 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
         by_key = {i.item_key: i for i in items}
         rows = [(by_key[k].pk, v, clean_notes.get(k, "")) for k, v in clean.items()]
         # The usual case in one statement: the lease becomes a submission with its labels (see _mark_submitted).
-        has_consensus = _mark_submitted(task=task, assignment_id=assignment.pk, tier=tier, now=now, labels=rows)
-        if has_consensus is None:
+        marked = _mark_submitted(task=task, assignment_id=assignment.pk, tier=tier, now=now, labels=rows)
+        if marked is None:
             assignment = assignment_lock(assignment.pk)
             if assignment.status == Assignment.Status.SUBMITTED:
                 recorded = dict(Label.objects.filter(assignment=assignment)
@@ -107,10 +107,10 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
                 # A late submission is accepted while the task still has room (an overdue
                 # lease that was not swept yet still holds its slot).
                 assignment_revive(assignment=assignment, task=task, now=now)
-            has_consensus = _mark_submitted(task=task, assignment_id=assignment.pk, tier=tier, now=now,
-                                            labels=rows)
-            if has_consensus is None:
+            marked = _mark_submitted(task=task, assignment_id=assignment.pk, tier=tier, now=now, labels=rows)
+            if marked is None:
                 raise Conflict(LEASE_RELEASED_TEXT, code="lease_released")
+        has_consensus, endpoints_active = marked
         assignment.status = Assignment.Status.SUBMITTED
         assignment.submitted_at = now
         assignment.tier_at_submission = tier
@@ -141,7 +141,8 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
             events.append((WebhookEvent.TASK_COMPLETED,
                               {"task_id": task.pk, "response_id": task.response_id,
                                "submissions": task.submitted_count, "completed_at": now.isoformat()}))
-        webhook_emit_many(project_id=task.project_id, events=events, now=now)
+        if endpoints_active is not False:  # the statement above found no active endpoint: nothing to read
+            webhook_emit_many(project_id=task.project_id, events=events, now=now)
         # Payments listens by task name; it decides what earns (calibration does not). Control
         # tasks earn like any task: an unpaid task would tell the expert it was a control.
         task_send_on_commit("payments.ledger_post_earning", assignment_id=assignment.pk)
@@ -156,7 +157,9 @@ def labels_submit(*, expert: User, assignment_id, labels, notes=None, now: datet
 # own; three array parameters cost psycopg half as much CPU again to adapt), the task counts one more
 # submission (complete at its overlap), and whether the task already has consensus rows (a task reopened
 # by a rejection) comes back. The caller holds the task's lock, and every writer of consensus rows holds
-# it too, so this statement's snapshot (taken after the lock was granted) sees them all.
+# it too, so this statement's snapshot (taken after the lock was granted) sees them all. A submission that
+# completes its task also learns whether the project has an active webhook endpoint (its events go to
+# them): usually none, and then they are not read.
 _MARK_SUBMITTED_SQL = """
 WITH lease AS (
     UPDATE {assignment} SET status = %(submitted)s, submitted_at = %(now)s, tier_at_submission = %(tier)s
@@ -173,23 +176,27 @@ UPDATE {task} SET submitted_count = submitted_count + 1,
     completed_at = CASE WHEN submitted_count + 1 >= overlap THEN %(now)s ELSE completed_at END
 WHERE id = %(task_id)s AND EXISTS (SELECT 1 FROM lease)
 RETURNING submitted_count, status, completed_at,
-    EXISTS (SELECT 1 FROM {consensus} c WHERE c.task_id = %(task_id)s)
+    EXISTS (SELECT 1 FROM {consensus} c WHERE c.task_id = %(task_id)s),
+    CASE WHEN status = %(complete)s
+        THEN EXISTS (SELECT 1 FROM {endpoint} w WHERE w.project_id = {task}.project_id AND w.is_active) END
 """
 
 
 def _mark_submitted(*, task: Task, assignment_id: int, tier: str, now: datetime,
-                    labels: list[tuple[int, int, str]]) -> bool | None:
+                    labels: list[tuple[int, int, str]]) -> tuple[bool, bool | None] | None:
     """Turn the leased assignment into a submission with its `labels` ((rubric item id, value, note)) and
     count it on the (locked) task.
 
-    Returns whether the task has consensus rows already, or None (nothing written) when the
-    assignment is not leased: the caller then reads it and answers for its state. `task` is
+    Returns whether the task has consensus rows already and, when the task is complete now, whether the
+    project has an active webhook endpoint (None: not asked, or not known); or None (nothing written)
+    when the assignment is not leased: the caller then reads it and answers for its state. `task` is
     updated in place. One statement on PostgreSQL, five elsewhere (the embedded SQLite).
     """
     if connection.vendor == "postgresql":
         sql = _MARK_SUBMITTED_SQL.format(assignment=Assignment._meta.db_table, draft=Draft._meta.db_table,
                                          label=Label._meta.db_table, task=Task._meta.db_table,
-                                         consensus=ItemConsensus._meta.db_table)
+                                         consensus=ItemConsensus._meta.db_table,
+                                         endpoint=WebhookEndpoint._meta.db_table)
         rows = Jsonb([{"item": item, "value": value, "note": note} for item, value, note in labels])
         params: dict[str, Any] = {"submitted": Assignment.Status.SUBMITTED.value,
                                   "leased": Assignment.Status.LEASED.value, "complete": Task.Status.COMPLETE.value,
@@ -200,8 +207,8 @@ def _mark_submitted(*, task: Task, assignment_id: int, tier: str, now: datetime,
             row = cursor.fetchone()
         if row is None:
             return None
-        task.submitted_count, task.status, task.completed_at, has_consensus = row
-        return bool(has_consensus)
+        task.submitted_count, task.status, task.completed_at, has_consensus, endpoints_active = row
+        return bool(has_consensus), endpoints_active
     changed = Assignment.objects.filter(pk=assignment_id, status=Assignment.Status.LEASED).update(
         status=Assignment.Status.SUBMITTED, submitted_at=now, tier_at_submission=tier)
     if not changed:
@@ -214,7 +221,7 @@ def _mark_submitted(*, task: Task, assignment_id: int, tier: str, now: datetime,
         task.status = Task.Status.COMPLETE
         task.completed_at = now
     task.save(update_fields=["submitted_count", "status", "completed_at"])
-    return ItemConsensus.objects.filter(task=task).exists()
+    return ItemConsensus.objects.filter(task=task).exists(), None
 
 
 def _reported_complete(task: Task) -> bool:

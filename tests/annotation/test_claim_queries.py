@@ -43,10 +43,11 @@ CLAIM_SERVICE_QUERIES = 4
 # written?" in one statement (1); the panel's peer tally, one INSERT ... SELECT (1); one outbox row for
 # the follow-up work (1); INSERT idempotency record (1).
 SUBMIT_API_QUERIES = 9
-COMPLETING_SUBMIT_API_QUERIES = 13
-# A completing submission whose panel split also opens consultations: the items that ever had one (1), the
-# consultations with their panels (1), the panels' notifications, deciding who is emailed (1).
-CONSULTING_SUBMIT_API_QUERIES = COMPLETING_SUBMIT_API_QUERIES + 3
+COMPLETING_SUBMIT_API_QUERIES = 12
+# A completing submission whose panel split also opens consultations (the items that ever had one come with
+# the consensus's read of the labels): the consultations with their panels (1), the panels' notifications,
+# deciding who is emailed (1).
+CONSULTING_SUBMIT_API_QUERIES = COMPLETING_SUBMIT_API_QUERIES + 2
 
 
 def _statements(context: CaptureQueriesContext) -> list[str]:
@@ -133,8 +134,8 @@ def test_a_submission_that_completes_its_task_stays_within_a_fixed_number_of_que
     answer, _task, statements = _panel_submits(api, project, experts, lambda n: 1)
     assert answer.json()["task_complete"] is True
     # The consensus: the panel's labels read with their items' adjudications, stale rows dropped (not on a
-    # first completion), the items' rows written (3); the webhook endpoints, once for task.completed and
-    # consensus.ready (1); the agreement request joins the same outbox row.
+    # first completion), the items' rows written (3); the webhook endpoints are not read (the submission's
+    # statement found none active); the agreement request joins the same outbox row.
     assert len(statements) <= COMPLETING_SUBMIT_API_QUERIES, "\n".join(statements)
     assert OutboxTask.objects.filter(name="core.follow_ups_run").count() == 3
 

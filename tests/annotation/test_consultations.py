@@ -181,6 +181,22 @@ def test_opening_many_consultations_takes_as_many_statements_as_opening_three(
                    .values_list("user_id", flat=True)) == {e.pk for e in experts}
 
 
+def test_the_rules_never_open_a_second_consultation_on_an_item_that_had_one():
+    """A rejection reopens the task and the new panel splits the same items again, and one more: only
+    the new one gets a consultation (the items that had one come with the consensus's read of the labels)."""
+    project = make_project_with_tasks(n_questions=1, items_per_question=3, overlap=3)
+    pm, experts = PMFactory(), _experts(project, 4)
+    leases = [_submit(e, project, {1: one, 2: two, 3: 1})
+              for e, (one, two) in zip(experts, [(1, 1), (0, 0), (1, 1)], strict=False)]
+    assert sorted(Consultation.objects.values_list("rubric_item__position", flat=True)) == [1, 2]
+
+    submission_reject_labels(assignment=leases[2], reason_code="spam", text="", by=pm, now=NOW)
+    _submit(experts[3], project, {1: 1, 2: 1, 3: 0})
+
+    assert sorted(Consultation.objects.values_list("rubric_item__position", "trigger")) == [
+        (1, "many_splits"), (2, "many_splits"), (3, "many_splits")]
+
+
 def test_exactly_a_third_split_is_not_more_than_a_third():
     project = make_project_with_tasks(n_questions=1, items_per_question=3, overlap=3)
     for expert, one in zip(_experts(project, 3), [1, 0, 1], strict=True):

@@ -85,6 +85,22 @@ def test_a_completed_task_reaches_the_endpoint_signed_with_its_secret(project, p
     assert set(WebhookMessage.objects.values_list("status", flat=True)) == {"delivered"}
 
 
+def test_a_completed_task_queues_nothing_for_a_disabled_endpoint_or_another_projects(pm):
+    project = make_project_with_tasks(n_questions=2, items_per_question=2, overlap=2, pm=pm)
+    disabled = _endpoint(project, pm, "https://hooks.example.com/off").endpoint
+    disabled.is_active = False
+    disabled.save(update_fields=["is_active"])
+    other = make_project_with_tasks(n_questions=1, items_per_question=2, overlap=2, pm=pm)
+    _endpoint(other, pm, "https://hooks.example.com/other")
+
+    _complete_the_task(project)
+    assert not WebhookMessage.objects.exists()
+
+    _endpoint(project, pm, "https://hooks.example.com/on")
+    _complete_the_task(project)
+    assert sorted(WebhookMessage.objects.values_list("event", flat=True)) == ["consensus.ready", "task.completed"]
+
+
 def test_the_secret_is_not_stored_in_plain_text(project, pm):
     created = _endpoint(project, pm, "https://hooks.example.com/in")
 

@@ -400,8 +400,9 @@ def grow(project_id: int, tasks: int) -> int:
     extra = tasks - Task.objects.filter(project=project).count()
     rng = random.Random(5)
     responses = Response.objects.bulk_create(
-        (Response(project=project, question=questions[i % len(questions)], model_name=f"grown-model-{i // len(questions)}",
-                  text="嗯，我听到了。") for i in range(max(0, extra))), batch_size=5000)
+        (Response(project=project, question=questions[i % len(questions)],
+                  model_name=f"grown-model-{i // len(questions)}", text="嗯，我听到了。")
+         for i in range(max(0, extra))), batch_size=5000)
     Task.objects.bulk_create((Task(project=project, response=r, rubric_version=version, overlap=project.overlap,
                                    shuffle_key=rng.getrandbits(62)) for r in responses), batch_size=5000)
     settle()

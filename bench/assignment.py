@@ -457,11 +457,11 @@ def main() -> None:
                 tasks = grow(project_id, tasks)
             size: dict = {"tasks": tasks}
             for clients in (1, 4, 8):
-                # Unmeasured first: each served thread's connection (4 workers of 4 threads: 16)
+                # Unmeasured first: each served thread's connection (a worker a core, 4 threads each)
                 # prepares its statements on their second run and PostgreSQL plans each anew for its
                 # first five runs (5 ms for the claim's context, the draw or the submission's
                 # assignment), which a server that has been up a while has done long ago. 150
-                # submissions give each connection about 19 requests, and the measured phase goes on
+                # submissions give each connection about 37 requests, and the measured phase goes on
                 # on the warm-up's client connections, so on the same served threads. (A worker
                 # recycled after its max_requests, about every ten minutes at 70/s, pays this again.)
                 kept: dict[str, http.client.HTTPConnection] = {}
@@ -506,7 +506,8 @@ def main() -> None:
                 "largest_within_20pct_of_smallest": all(
                     last[k] <= 1.2 * first[k] for k in ("next_p95_ms_4", "submit_p95_ms_4"))
                 and last["submissions_per_s_4"] >= 0.8 * first["submissions_per_s_4"]},
-        "stack": "gunicorn -c platform/gunicorn.conf.py (gthread, connections balanced over 4 workers), "
+        "stack": f"gunicorn -c platform/gunicorn.conf.py (gthread, connections balanced over "
+                 f"{os.environ.get('GUNICORN_WORKERS', os.cpu_count())} workers), "
                  "a Celery worker (concurrency 2) consuming the "
                  "follow-up work from Redis, PostgreSQL; all on this machine, clients in this process",
     }, ensure_ascii=False))

@@ -42,10 +42,28 @@ def _worker_main_note(**kwargs) -> None:
 
 @worker_process_init.connect
 def _nice(**kwargs) -> None:
-    """Each process of the worker's pool yields the CPU to the web (settings RUBRICA_WORKER_NICE). The solo
-    pool runs tasks in the worker's own process, as a test's in-process worker does: that one is left as is."""
+    """Each process of the worker's pool yields the CPU to the web (settings RUBRICA_WORKER_NICE) and its
+    database sessions run their statements on one core (RUBRICA_WORKER_DB_PARALLEL). The solo pool runs
+    tasks in the worker's own process, as a test's in-process worker does: that one is left as is."""
     if os.getpid() != _worker_main_pid:
         worker_nice_apply()
+        from django.db.backends.signals import connection_created
+
+        connection_created.connect(worker_session_serial, dispatch_uid="worker_session_serial")
+
+
+def worker_session_serial(sender: object = None, connection: object = None, **kwargs: object) -> None:
+    """A new PostgreSQL session of a pool process: at most RUBRICA_WORKER_DB_PARALLEL parallel workers a
+    statement. An agreement report's reads of a large project (every task, label and submission) were
+    planned as parallel scans: PostgreSQL's helpers, at the web's priority, took the second core from the
+    experts' requests while the report ran; on one core the same reads leave it to them."""
+    from django.conf import settings
+
+    if getattr(connection, "vendor", "") != "postgresql":
+        return
+    workers = max(0, int(getattr(settings, "RUBRICA_WORKER_DB_PARALLEL", 0)))
+    with connection.cursor() as cursor:  # type: ignore[attr-defined]
+        cursor.execute("SELECT set_config('max_parallel_workers_per_gather', %s, false)", [str(workers)])
 
 
 def worker_nice_apply() -> int:

@@ -22,7 +22,6 @@ def _warm() -> None:
     from django.conf import settings
     from django.conf.urls.i18n import is_language_prefix_patterns_used
     from django.urls import get_resolver
-
     from django.utils import translation
 
     resolver = get_resolver()

@@ -26,6 +26,10 @@ CELERY_DB_REUSE_MAX = 10**9
 # it doubled the experts' waits while it ran (bench/assignment.py). Where the worker has a machine
 # or a CPU quota of its own (platform/k8s/worker.yaml) the level changes nothing.
 RUBRICA_WORKER_NICE = env_int("RUBRICA_WORKER_NICE", 10)
+# Parallel helpers a statement of the worker's may use (PostgreSQL's max_parallel_workers_per_gather, for
+# the worker's sessions only): 0 keeps a large report's scans on one core, beside the web; a database
+# server of its own with cores to spare may allow more (config/celery.py).
+RUBRICA_WORKER_DB_PARALLEL = env_int("RUBRICA_WORKER_DB_PARALLEL", 0)
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 300)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 360)
 # A message a killed worker had taken comes back to the queue after this many seconds (Redis

@@ -41,7 +41,7 @@ def _worker_main_note(**kwargs) -> None:
 
 
 @worker_process_init.connect
-def _nice(**kwargs) -> None:
+def _pool_process_yield(**kwargs) -> None:
     """Each process of the worker's pool yields the CPU to the web (settings RUBRICA_WORKER_NICE) and its
     database sessions run their statements on one core (RUBRICA_WORKER_DB_PARALLEL). The solo pool runs
     tasks in the worker's own process, as a test's in-process worker does: that one is left as is."""

@@ -155,7 +155,7 @@ def _insert_with_panels(consultations: list[Consultation], panels: dict[int, lis
     with connection.cursor() as cursor:
         bound: list[Any] = [*params, *panel_params, voters]
         cursor.execute(sql, bound)
-        ids = dict((item_id, pk) for pk, item_id in cursor.fetchall())
+        ids = {item_id: pk for pk, item_id in cursor.fetchall()}
     for consultation in consultations:
         consultation.pk = ids[consultation.rubric_item_id]
         consultation._state.adding = False

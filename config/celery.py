@@ -61,7 +61,7 @@ def worker_session_serial(sender: object = None, connection: object = None, **kw
 
     if getattr(connection, "vendor", "") != "postgresql":
         return
-    workers = max(0, int(getattr(settings, "RUBRICA_WORKER_DB_PARALLEL", 0)))
+    workers = max(0, settings.RUBRICA_WORKER_DB_PARALLEL)
     with connection.cursor() as cursor:  # type: ignore[attr-defined]
         cursor.execute("SELECT set_config('max_parallel_workers_per_gather', %s, false)", [str(workers)])
 
@@ -70,7 +70,7 @@ def worker_nice_apply() -> int:
     """Raise this process's nice level to RUBRICA_WORKER_NICE (never lower it); the level it runs at now."""
     from django.conf import settings
 
-    wanted = max(0, min(19, int(getattr(settings, "RUBRICA_WORKER_NICE", 0))))
+    wanted = max(0, min(19, settings.RUBRICA_WORKER_NICE))
     current = os.nice(0)
     if wanted > current:
         current = os.nice(wanted - current)

@@ -193,7 +193,6 @@ def notifications_send_many(*, kind: str, now: datetime, batch: list[tuple[list[
         written = _insert_deciding_email(kind, now, [
             {"user_id": user_id, "message": message, "params": params, "link": link}
             for (user_ids, params, link), message in zip(batch, messages, strict=True) for user_id in user_ids])
-        to_email = [pk for pk, status in written if status == Notification.EmailStatus.PENDING]
     else:
         emailed = _emailed(everyone, kind)
         pending, none = Notification.EmailStatus.PENDING, Notification.EmailStatus.NONE
@@ -203,9 +202,9 @@ def notifications_send_many(*, kind: str, now: datetime, batch: list[tuple[list[
         # The ids are read back only for the emails to send.
         insert_rows(rows, returning=bool(emailed))
         written = [(row.pk, row.email_status) for row in rows]
-        to_email = [row.pk for row in rows if row.email_status == pending]
-    for pk in to_email:
-        task_send_on_commit("experts.notification_email_send", notification_id=pk)
+    for pk, status in written:
+        if status == Notification.EmailStatus.PENDING:
+            task_send_on_commit("experts.notification_email_send", notification_id=pk)
     notified = notified_users.get()
     if notified is not None:
         notified.update(everyone)

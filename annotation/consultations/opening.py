@@ -176,18 +176,14 @@ def _open_locked(*, task: Task, item: RubricItem, trigger: str, by: User | None,
                       created=True)
 
 
-# The items of the task that ever had a consultation; read by a completing submission whose panel split:
-# compiled once per process (core.prepared).
-_CONSULTED_ITEMS: Prepared[Any] = Prepared(
-    lambda *, task_id: Consultation.objects.filter(task_id=task_id).order_by().values_list("rubric_item_id"))
-
-
 def consultations_open_auto(*, task: Task, records: list[ItemConsensus], now: datetime,
                             items: dict[int, RubricItem] | None = None) -> list[Consultation]:
     """Open the consultations the project's rules ask for on a complete task, in the caller's transaction.
 
-    `items` ({id: item}) are rubric items the caller has read already (a submission's, of the task's
-    version); the others the rules need are read here.
+    `records` are the task's consensus as `consensus_compute` just wrote it: each carries its item's
+    voters (`panel`) and whether the item ever had a consultation of the task (`consulted`). `items`
+    ({id: item}) are rubric items the caller has read already (a submission's, of the task's version);
+    the others the rules need are read here.
 
     The caller holds the task's lock (a submission). Rules: a tie left after the extra experts
     (no slot was added, so the task is complete); a split on an item whose |score| reaches the
@@ -217,10 +213,7 @@ def consultations_open_auto(*, task: Task, records: list[ItemConsensus], now: da
                 wanted.setdefault(item_id, Trigger.MANY_SPLITS)
     if not wanted:
         return []
-    if all(r.consulted is not None for r in records):
-        seen = {r.rubric_item_id for r in records if r.consulted}  # read with the consensus's labels
-    else:
-        seen = {item_id for (item_id,) in _CONSULTED_ITEMS.tuples(task_id=task.pk)}
+    seen = {r.rubric_item_id for r in records if r.consulted}
     opening = [i for i in wanted if i not in seen]
     _items_read(known, opening)
     opening = sorted(i for i in opening if i in known)

@@ -114,7 +114,10 @@ class DatabaseWrapper(base.DatabaseWrapper):
         return connection
 
     def create_cursor(self, name: str | None = None) -> Any:
-        """Django's cursor, without its time zone check when the connection reads timestamps natively."""
+        """Django's cursor, without its time zone check when the connection reads timestamps natively.
+
+        Django's check reads the registered loader's `timezone`; psycopg's C loader class has none and cannot
+        be subclassed to carry one, so Django's few lines for opening a cursor are repeated here."""
         conn = self.connection
         if conn.adapters.get_loader(TIMESTAMPTZ_OID, Format.TEXT) is not NATIVE_TZ_LOADER:
             return super().create_cursor(name)

@@ -49,7 +49,8 @@ from annotation.services import project_add_member
 from experts.models import Notification
 from payments.appeals import appeal_create_for_line
 from payments.ledger import ledger_post_earning
-from payments.models import LedgerEntry, PayoutBatch, Statement
+from payments.models import LedgerEntry, PaymentSettings, PayoutBatch, Statement
+from payments.periods import grid_bounds
 from payments.services import period_close_now, submission_reject
 from tests.factories import AdminFactory, ExpertFactory, PMFactory, make_project_with_tasks
 from tests.payments.factories import submit
@@ -394,13 +395,18 @@ def _build_world() -> dict:
     for member in (eb, pm_b):
         project_add_member(project=other, user=member)
 
-    submitted = submit(project, e1, now - timedelta(hours=2))
-    rejected = submit(project, e1, now - timedelta(hours=2))
+    # The settled history lies in one pay period: within three hours after a period's start (a week's,
+    # in the settings' time zone), it is set just before that start instead of the last two hours.
+    settings_row = PaymentSettings.objects.get_or_create(project=project)[0]
+    period_start, _end = grid_bounds(anchor=settings_row.period_anchor, days=settings_row.period_days, at=now)
+    past = now if now - period_start >= timedelta(hours=3) else period_start - timedelta(minutes=1)
+    submitted = submit(project, e1, past - timedelta(hours=2))
+    rejected = submit(project, e1, past - timedelta(hours=2))
     for done in (submitted, rejected):  # the earnings the on-commit task would post
-        ledger_post_earning(assignment_id=done.pk, now=now - timedelta(hours=2))
+        ledger_post_earning(assignment_id=done.pk, now=past - timedelta(hours=2))
     Label.objects.filter(assignment=submitted).update(note=f"{EXPERT_MARK} my reasoning")
-    submission_reject(actor=pm_a, assignment_id=rejected.pk, reason="copy-paste", now=now - timedelta(hours=1))
-    [settlement] = period_close_now(actor=admin, project_id=project.pk, now=now - timedelta(minutes=30))
+    submission_reject(actor=pm_a, assignment_id=rejected.pk, reason="copy-paste", now=past - timedelta(hours=1))
+    [settlement] = period_close_now(actor=admin, project_id=project.pk, now=past - timedelta(minutes=30))
     lease = submit_lease(project, e1, now)
     Draft.objects.create(assignment=lease, labels={}, notes={"x": f"{EXPERT_MARK} draft note"})
     entry = LedgerEntry.objects.filter(assignment=submitted, kind="earning").get()

@@ -56,8 +56,9 @@ class Params:
 class Material:
     """One project's labels under one rubric version, as aligned arrays.
 
-    Index spaces: tasks (``task_*``), questions, models, rubric items (``item_*``),
-    dimensions, experts. Units are the non-golden (task, rubric item) pairs with at
+    Index spaces: tasks (``task_*``: those with a submitted assignment or a judge run's
+    answer, see ``report.worked_tasks``), questions, models (of those tasks), rubric items
+    (``item_*``), dimensions, experts. Units are the non-golden (task, rubric item) pairs with at
     least one label; golden labels are kept apart as flat cells (``golden_*``) because
     a golden task may be labelled by many more experts than a panel holds.
     """

@@ -10,7 +10,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from annotation.agreement import stats
 from annotation.agreement.material import Params
-from annotation.agreement.report import golden_reference_matrix
+from annotation.agreement.report import golden_reference_matrix, material_load, worked_tasks
 from annotation.agreement.scoring import score_model
 from annotation.agreement.sections import _sliced_agreement
 from annotation.agreement.services import (
@@ -18,11 +18,20 @@ from annotation.agreement.services import (
     agreement_report_process,
     agreement_report_request,
 )
-from annotation.models import AgreementReport, Assignment, GoldenReference, JudgeLabel, JudgeRun, Task
+from annotation.models import (
+    AgreementReport,
+    Assignment,
+    GoldenReference,
+    JudgeLabel,
+    JudgeRun,
+    JudgeTaskResult,
+    Question,
+    Task,
+)
 from annotation.selectors import rubric_items_for_task
 from annotation.submission.services import labels_submit
 from rubrics.models import Dimension
-from tests.factories import ExpertFactory, PMFactory, make_project_with_tasks
+from tests.factories import ExpertFactory, PMFactory, ResponseFactory, make_project_with_tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -546,3 +555,78 @@ def test_the_wait_before_a_recompute_grows_with_what_the_last_one_took(panel, se
         assert wait_of_a_request(minute) == wait, took_ms
     # A PM's "recompute now" does not wait, however long the last one took.
     assert wait_of_a_request(4, debounce_s=0) == 0
+
+
+def _untouched_model(project, name: str) -> list[Task]:
+    """Another model answers every question of `project`: one open task each, nobody's work yet."""
+    version = Task.objects.filter(project=project).first().rubric_version
+    tasks = [Task.objects.create(project=project, response=ResponseFactory(question=q, project=project,
+                                                                           model_name=name),
+                                 rubric_version=version, overlap=project.overlap, shuffle_key=n)
+             for n, q in enumerate(Question.objects.filter(project=project).order_by("external_id"))]
+    return tasks
+
+
+def _lease(task: Task, expert) -> None:
+    Assignment.objects.create(task=task, expert=expert, slot=1, leased_at=T0, expires_at=T0 + timedelta(hours=1))
+
+
+def _figures(report: AgreementReport) -> dict:
+    return {k: v for k, v in report.payload.items() if k != "computed_at"}
+
+
+def test_tasks_nobody_worked_on_change_no_figure_and_are_not_read(panel):
+    project, experts, tasks, run = panel
+    before = _figures(agreement_report_compute(project=project, now=T0 + timedelta(days=1)))
+    # model-2 and model-3 answer every question; one of those tasks is leased, nothing is
+    # submitted. Another project's worked tasks are not this one's.
+    fresh = _untouched_model(project, "model-2") + _untouched_model(project, "model-3")
+    _lease(fresh[0], experts[0])
+    build(PANEL[:2], JUDGE[:2])
+
+    after = _figures(agreement_report_compute(project=project, now=T0 + timedelta(days=2)))
+
+    assert after == before
+    material = material_load(project=project, version=tasks[0].rubric_version)
+    assert material.task_id.tolist() == sorted(t.pk for t in tasks)
+    assert material.models == ["model-0", "model-1"]
+
+    # The judge answering one of them (a failed call, no label) makes it count, as a failed call.
+    JudgeTaskResult.objects.create(run=run, task=fresh[3], status=JudgeTaskResult.Status.FAILED, error="timeout")
+    failed = agreement_report_compute(project=project, now=T0 + timedelta(days=3)).payload["leaderboard"]["tasks"]
+    assert failed["judge_failed_dropped"] == before["leaderboard"]["tasks"]["judge_failed_dropped"] + 1
+    assert fresh[3].pk in material_load(project=project, version=tasks[0].rubric_version).task_id
+
+
+@pytest.mark.parametrize("judged_by", ["label", "result"])
+def test_both_ways_of_finding_the_worked_tasks_find_the_same_ones(panel, judged_by):
+    """The array lookup (PostgreSQL) and the subquery (the embedded SQLite mode) read the same tasks."""
+    project, experts, tasks, run = panel
+    fresh = _untouched_model(project, "model-2")
+    if judged_by == "label":
+        item = rubric_items_for_task(fresh[1])[0]
+        JudgeLabel.objects.create(run=run, task=fresh[1], rubric_item=item, value=1)
+    else:
+        JudgeTaskResult.objects.create(run=run, task=fresh[1], status=JudgeTaskResult.Status.FAILED, error="timeout")
+    _lease(fresh[2], experts[0])
+    # A task whose submissions were all rejected (and that the judge did not answer) is nobody's work any more.
+    rejected = tasks[7].assignments.order_by("slot")
+    Task.objects.filter(pk=tasks[7].pk).update(submitted_count=0)
+    rejected.update(status=Assignment.Status.REJECTED, rejected_at=T0, rejected_reason="spam")
+    JudgeLabel.objects.filter(task=tasks[7]).delete()
+    build(PANEL[:2], JUDGE[:2])  # another project's worked tasks
+    # Every submitted task in the database: the lookup keeps the project's own under the version.
+    submitted = np.array(sorted(Assignment.objects.filter(status=Assignment.Status.SUBMITTED)
+                                .values_list("task_id", flat=True)), np.int64)
+    version = tasks[0].rubric_version
+
+    by_array = worked_tasks(project, version, submitted, by_array=True)
+    by_subquery = worked_tasks(project, version, submitted, by_array=False)
+
+    expected = sorted([t.pk for t in tasks[:7]] + [fresh[1].pk])
+    for found in (by_array, by_subquery):
+        assert found.task_id.tolist() == expected
+        assert found.model_name == [Task.objects.get(pk=pk).response.model_name for pk in expected]
+        assert found.question_id.tolist() == [Task.objects.get(pk=pk).response.question_id for pk in expected]
+        assert found.golden.tolist() == [False] * len(expected)
+        assert found.overlap.tolist() == [3] * len(expected)

@@ -598,6 +598,7 @@ def test_tasks_nobody_worked_on_change_no_figure_and_are_not_read(panel):
     assert fresh[3].pk in material_load(project=project, version=tasks[0].rubric_version).task_id
 
 
+@pytest.mark.postgres
 @pytest.mark.parametrize("judged_by", ["label", "result"])
 def test_both_ways_of_finding_the_worked_tasks_find_the_same_ones(panel, judged_by):
     """The array lookup (PostgreSQL) and the subquery (the embedded SQLite mode) read the same tasks."""

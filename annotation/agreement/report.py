@@ -409,8 +409,8 @@ def judged_units(m: Material, run: JudgeRun, version: RubricVersion | None) -> J
     expected = per_question[m.task_question]
     labelled = np.bincount(j_task, minlength=m.task_id.size)
     full = (labelled > 0) & (labelled >= expected)
-    # The material's tasks are the project's regular and golden tasks under `version`: a join,
-    # not a list of 40,000 ids for the driver to splice into the SQL.
+    # Each failed task has a result row, so it is among the material's tasks (`worked_tasks`); the
+    # project and version come by a join, not a list of 40,000 ids for the driver to splice into the SQL.
     failed_ids = set(JudgeTaskResult.objects.filter(run=run, status=JudgeTaskResult.Status.FAILED,
                                                     task__project_id=run.project_id, task__rubric_version=version,
                                                     task__is_golden=False)

@@ -105,6 +105,7 @@ _POOL_SQL = """SELECT t.id FROM {task} t JOIN {response} r ON r.id = t.response_
     WHERE t.project_id = %s AND t.rubric_version_id = %s AND t.status = %s AND NOT t.is_golden
       AND NOT q.judge_only{extra}
       AND NOT EXISTS (SELECT 1 FROM {assignment} a WHERE a.task_id = t.id AND a.expert_id = %s)"""
+_LOCK_SKIPPING = "FOR NO KEY UPDATE OF t SKIP LOCKED"
 _DIMENSIONS_SQL = """ARRAY(SELECT i.dimension_id FROM {item} i JOIN {dimension} d ON d.id = i.dimension_id
     WHERE i.version_id = {task}.rubric_version_id AND i.question_ref = {question}.external_id AND NOT d.is_gate)"""
 
@@ -115,14 +116,14 @@ def _draw_candidates_at_once(*, project: Project, version_id: int, expert: User,
     """Up to `draws` candidates in one query (PostgreSQL), each locked FOR NO KEY UPDATE SKIP LOCKED.
 
     Each candidate is the first task past its own uniformly random point of the ring of the
-    first pool that has a task (the started tasks first with the default fill order), wrapping
+    first pool that has a task free (the started tasks first with the default fill order), wrapping
     round: the rule `_draw_candidate` walks one query at a time, on the same tasks as
-    `_open_tasks_for` (`priority`: those of that priority only). A candidate that a concurrent
-    claim holds locked is left out rather than walked past, so fewer (or no) candidates come
-    back under contention. With `with_dimensions` each task carries its non-gate dimension ids
-    (`dimension_ids`) for matching. Written as SQL: built with the ORM, the dozen subqueries
-    cost about 18 ms of CPU to compile, more than the three queries they replace; and compiled
-    once per process and shape (`core.prepared`), as what is left cost 3.5 ms.
+    `_open_tasks_for` (`priority`: those of that priority only). A task that a concurrent claim
+    or submission holds locked is walked past, as the walk does, so a pool comes back empty only
+    when all its tasks are busy at that instant. With `with_dimensions` each task carries its
+    non-gate dimension ids (`dimension_ids`) for matching. Written as SQL: built with the ORM, the
+    dozen subqueries cost about 18 ms of CPU to compile, more than the three queries they replace;
+    and compiled once per process and shape (`core.prepared`), as what is left cost 3.5 ms.
     """
     starts = {f"start_{n}": rng.randrange(RING_SIZE) for n in range(draws)}
     narrowed = len(difficulties) < len(Difficulty.values)
@@ -152,8 +153,12 @@ def _draw_query(*, fill_order: str, difficulties: tuple[str, ...] | None, by_pri
     firsts, params = [], []
     for pool in pools:
         ring = _POOL_SQL.format(extra=pool, **tables)
-        firsts += [f"({ring} AND t.shuffle_key >= p.start ORDER BY t.shuffle_key LIMIT 1)",
-                   f"({ring} ORDER BY t.shuffle_key LIMIT 1)"]
+        # Each subquery locks what it finds and walks past the tasks that concurrent claims and submissions
+        # hold locked (SKIP LOCKED), as `_draw_candidate` does: on the few started tasks, a lock at the
+        # outer query alone left a point whose first task was busy without a candidate, and a busy
+        # instant without any, for the walk to find one at several statements more.
+        firsts += [f"({ring} AND t.shuffle_key >= p.start ORDER BY t.shuffle_key LIMIT 1 {_LOCK_SKIPPING})",
+                   f"({ring} ORDER BY t.shuffle_key LIMIT 1 {_LOCK_SKIPPING})"]
         params += [*pool_params, *pool_params]
     # One row per random point: the subqueries are planned once, whatever the number of draws.
     points = [starts[f"start_{n}"] for n in range(draws)]
@@ -382,9 +387,10 @@ def _draw_and_lease(*, project: Project, version_id: int, expert: User, profile:
     dims: dict[int, set[int]] | None = None
     candidates: list[Task] = []
     if connection.vendor == "postgresql":
-        # Twice, from fresh random points, before the walk: a candidate locked by a concurrent claim
-        # is left out, and a second draw (one prepared query) nearly always misses the few tasks
-        # being leased at that instant, where the walk builds and compiles its queries each time.
+        # Twice before the walk: the draw comes back empty only when every task left for the expert
+        # was locked by concurrent claims and submissions at that instant, and a second draw (one
+        # prepared query) nearly always finds one free, where the walk builds and compiles its queries
+        # each time.
         for _draw_at_once in range(2):
             candidates = _draw_candidates_at_once(project=project, version_id=version_id, expert=expert,
                                                   difficulties=difficulties, priority=rings.top if

@@ -25,6 +25,13 @@ REJECTED = Assignment.Status.REJECTED.value
 WORK = Assignment.Kind.WORK.value
 
 
+# The task's id as a subquery's value, which no plan knows in advance: PostgreSQL then keeps one plan
+# for the prepared statement after its first few runs, where with the id itself it found the plans made
+# for each id a little cheaper and planned every submission's refresh anew (planning took twice as
+# long as running it: 0.34 against 0.15 ms). The plan is the same either way (the task's indexes).
+_ONE_TASK = " AND l.task_id = (SELECT CAST(%s AS bigint))"
+
+
 def _refresh_sql(*, one_task: bool) -> str:
     """INSERT ... SELECT ... ON CONFLICT: every work submission's peer terms, computed in the database.
 
@@ -47,7 +54,7 @@ def _refresh_sql(*, one_task: bool) -> str:
         f"SUM({counts} * l.value) OVER ({unit}) - {counts} * l.value AS peer_hits, "
         f"SUM({counts}) OVER ({unit}) - {counts} AS peer_n "
         f"FROM {label} l JOIN {assignment} a ON a.id = l.assignment_id JOIN {task} t ON t.id = l.task_id "
-        f"WHERE a.kind = '{WORK}' AND NOT t.is_golden{' AND l.task_id = %s' if one_task else ''}) terms "
+        f"WHERE a.kind = '{WORK}' AND NOT t.is_golden{_ONE_TASK if one_task else ''}) terms "
         f"WHERE 1 = 1 GROUP BY assignment_id, expert_id, task_id "
         f"ON CONFLICT (assignment_id) DO UPDATE SET total = excluded.total, agree = excluded.agree"
     )

@@ -6,6 +6,7 @@ Counted as production sends them: with a broker (the outbox on, messages recorde
 without the SAVEPOINT/RELEASE pairs that the test's own transaction turns each `transaction.atomic` into
 (in production the outermost one is a BEGIN and a COMMIT, which Django does not log either).
 """
+import random
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from annotation.models import Assignment, Consultation, ConsultationParticipant,
 from annotation.selectors import rubric_items_for_task, rubric_items_forget
 from annotation.services import project_add_member
 from core.models import OutboxTask
+from experts.models import User
 from tests.factories import ExpertFactory, make_project_with_tasks
 from tests.support.scale import veteran_world
 
@@ -159,3 +161,42 @@ def test_a_completing_submission_that_opens_consultations_on_several_items_stays
     by_key = dict(Consultation.objects.filter(task=task).values_list("rubric_item__item_key", "pk"))
     assert all(n.link == reverse("consultation_detail", args=[by_key[n.params["item"]]]) for n in votes)
     assert len(statements) <= CONSULTING_SUBMIT_API_QUERIES, "\n".join(statements)
+
+
+def test_the_claims_and_submissions_statements_are_planned_once_per_connection(broker):
+    """Veterans on 10,000 tasks, with the statistics a working database has: after their first runs on a
+    connection, the statements of "next task" and of a submission (and of the consensus it writes) run
+    on the plan PostgreSQL kept for them, instead of being planned again each time (for some, planning
+    cost more than running)."""
+    from annotation.submission.services import labels_submit
+    from tests.support.scale import agreeing_label
+
+    project, _first = veteran_world(tasks=10_000, labels=4000, items=10, veterans=8, golden=400, control=100,
+                                    control_rate_pct=0)
+    experts = list(User.objects.filter(assignments__task__project=project).distinct().order_by("pk"))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    before = _plans()
+    rng = random.Random(4)
+    rounds = 12
+    for _ in range(rounds):
+        for expert in experts:
+            lease = assignment_claim_next(project=project, expert=expert, now=timezone.now(), rng=rng)
+            labels = {item.item_key: agreeing_label(item.item_key, rng) for item in rubric_items_for_task(lease.task)}
+            labels_submit(expert=expert, assignment_id=lease.pk, labels=labels, now=timezone.now())
+
+    after = _plans()
+    assert Task.objects.filter(project=project, status=Task.Status.COMPLETE).count() >= 3  # consensus written
+    assert len(after) > 10
+    # PostgreSQL plans a prepared statement for each of its first five runs, then keeps one plan if it is
+    # not dearer than theirs.
+    replanned = [f"{custom - before.get(statement, (0, 0))[0]} more custom plans, {generic} generic: {statement[:300]}"
+                 for statement, (custom, generic) in after.items() if custom - before.get(statement, (0, 0))[0] > 5]
+    assert replanned == [], "\n".join(replanned)
+
+
+def _plans() -> dict[str, tuple[int, int]]:
+    """{statement: (custom plans, generic plans)} of this connection's prepared statements."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement, custom_plans, generic_plans FROM pg_prepared_statements")
+        return {statement: (custom, generic) for statement, custom, generic in cursor.fetchall()}

@@ -205,3 +205,58 @@ def test_one_experts_claims_and_submissions_racing_never_deadlock():
     submitted = Assignment.objects.filter(expert=expert, status="submitted").count()
     assert submitted >= 15  # the threads got work done, not only refusals
     assert Task.objects.filter(project=project, status="complete").count() == submitted
+
+
+def test_a_started_task_held_locked_by_a_submission_is_walked_past_in_the_draws_one_query():
+    """Two tasks started, one of them locked by a peer's submission in progress: the next expert gets the
+    other started task (not a fresh one), from the draw's one query, without waiting for the lock."""
+    from django.test.utils import CaptureQueriesContext
+
+    from annotation.assignment.manual import assignments_create_by_hand
+    from annotation.assignment.services import RING_SIZE
+
+    project = make_project_with_tasks(n_questions=6, items_per_question=2)
+    busy, started, *fresh = list(Task.objects.filter(project=project).order_by("pk"))
+    # Every random point of the ring lands past the started task and before the busy one: only
+    # walking past the busy task (and round the ring) reaches the started one.
+    Task.objects.filter(pk=busy.pk).update(shuffle_key=RING_SIZE - 1)
+    Task.objects.filter(pk=started.pk).update(shuffle_key=0)
+    for n, task in enumerate(fresh, start=1):
+        Task.objects.filter(pk=task.pk).update(shuffle_key=n * (RING_SIZE // 8))
+    peers = [ExpertFactory() for _ in range(2)]
+    expert = ExpertFactory()
+    for member in [*peers, expert]:
+        project_add_member(project=project, user=member)
+    assignments_create_by_hand(project=project, task_ids=[busy.pk], experts=[peers[0]], by=None,
+                               now=timezone.now(), audited=False)
+    assignments_create_by_hand(project=project, task_ids=[started.pk], experts=[peers[1]], by=None,
+                               now=timezone.now(), audited=False)
+    locked, release = threading.Event(), threading.Event()
+
+    def submission_in_progress() -> None:
+        # A submission holds its task's lock for its whole transaction.
+        from django.db import transaction
+
+        try:
+            with transaction.atomic():
+                Task.objects.select_for_update(no_key=True).get(pk=busy.pk)
+                locked.set()
+                release.wait(timeout=30)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=submission_in_progress)
+    holder.start()
+    try:
+        assert locked.wait(timeout=10)
+        with CaptureQueriesContext(connection) as claim:
+            lease = assignment_claim_next(project=project, expert=expert, now=timezone.now(),
+                                          rng=random.Random(3))
+    finally:
+        release.set()
+        holder.join(timeout=30)
+
+    assert lease is not None and lease.task_id == started.pk
+    # One draw: no second one, no walk of the ring one task at a time.
+    draws = [q["sql"] for q in claim.captured_queries if "SKIP LOCKED" in q["sql"]]
+    assert len(draws) == 1, "\n".join(draws)

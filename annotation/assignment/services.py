@@ -166,7 +166,10 @@ def _draw_query(*, fill_order: str, difficulties: tuple[str, ...] | None, by_pri
              " AS p(start)")
     # `status` again on the outer query: the lock rechecks it on the row's latest version (a concurrent
     # claim may have filled the task since the subqueries' snapshot), as the walk's WHERE does.
-    found = (Task.objects.filter(pk__in=RawSQL(picks, [*params, *points]), status=Task.Status.OPEN)
+    # The picks as an array, computed once: as `IN (picks)` the planner joined on the COALESCE expression
+    # and ran every point's subqueries twice (0.76 against 0.43 ms, at 100,000 tasks).
+    found = (Task.objects.filter(pk__in=RawSQL(f"SELECT unnest(ARRAY({picks}))", [*params, *points]),
+                                 status=Task.Status.OPEN)
              .select_related("response__question").order_by("shuffle_key")
              .select_for_update(no_key=True, skip_locked=True, of=("self",)))
     if with_dimensions:

@@ -29,6 +29,8 @@ max_requests_jitter = max_requests // 10
 preload_app = os.environ.get("GUNICORN_PRELOAD", "1") != "0"
 accesslog = "-"
 errorlog = "-"
+# gunicorn's logger with an access line that computes only the atoms its format names (core/gunicorn_logging.py).
+logger_class = "core.gunicorn_logging.LeanLogger"
 
 # Prometheus multiprocess mode (core/metrics.py): each worker writes its samples under this
 # directory (an emptyDir in platform/k8s/web.yaml) and a scrape of any worker sums them all.

@@ -1,11 +1,11 @@
 """The web process's access log (core/gunicorn_logging.py) writes the lines gunicorn's own logger writes."""
 import datetime
+import http.client
 import os
 import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -24,12 +24,12 @@ EVERY_ATOM = ('%(h)s %(l)s %(u)s "%(r)s" %(s)s %(m)s %(U)s %(q)s %(H)s %(b)s %(B
 
 
 def _request(*, status="201 Created", sent=512, user_agent='curl/8 "quoted"', auth="Basic ZXhwZXJ0OnNlY3JldA=="):
-    headers = [("HOST", "rubrica.example"), ("X-REQUEST-ID", "first"), ("X-REQUEST-ID", "second"),
+    headers = [("HOST", "127.0.0.1:8000"), ("X-REQUEST-ID", "first"), ("X-REQUEST-ID", "second"),
                ("X-FORWARDED-FOR", "203.0.113.9"), ("USER-AGENT", user_agent)]
     environ = {"REMOTE_ADDR": "127.0.0.1", "REMOTE_PORT": "53211", "REQUEST_METHOD": "POST",
                "RAW_URI": "/api/v1/assignments/7/submit/?x=1", "PATH_INFO": "/api/v1/assignments/7/submit/",
                "QUERY_STRING": "x=1", "SERVER_PROTOCOL": "HTTP/1.1", "HTTP_USER_AGENT": user_agent,
-               "HTTP_REFERER": "https://rubrica.example/annotate/", "HTTP_AUTHORIZATION": auth,
+               "HTTP_REFERER": "http://127.0.0.1:8000/annotate/", "HTTP_AUTHORIZATION": auth,
                "wsgi.url_scheme": "https"}
     resp = SimpleNamespace(status=status, sent=sent,
                            headers=[("Content-Type", "application/json"), ("X-Request-ID", "second")])
@@ -70,14 +70,17 @@ def test_the_access_log_gets_the_line_of_each_request_through_the_deployed_confi
                               stderr=subprocess.DEVNULL)
     try:
         for _ in range(300):
+            # The standard library's client on the loopback server it started (no proxy from the environment).
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
             try:
-                request = urllib.request.Request(f"http://127.0.0.1:{port}/probe?n=1",
-                                                 headers={"User-Agent": "probe/1", "Referer": "http://x/"})
-                with urllib.request.urlopen(request, timeout=5) as answer:
-                    body = answer.read()
+                connection.request("GET", "/probe?n=1",
+                                   headers={"User-Agent": "probe/1", "Referer": f"http://127.0.0.1:{port}/"})
+                body = connection.getresponse().read()
                 break
             except OSError:
                 time.sleep(0.1)
+            finally:
+                connection.close()
         for _ in range(50):
             if log.exists() and log.read_text().strip():
                 break
@@ -89,4 +92,4 @@ def test_the_access_log_gets_the_line_of_each_request_through_the_deployed_confi
     lines = log.read_text().splitlines()
     assert len(lines) == 1, lines
     assert lines[0].startswith("127.0.0.1 - - [")
-    assert lines[0].endswith(f'"GET /probe?n=1 HTTP/1.1" 200 {len(body)} "http://x/" "probe/1"')
+    assert lines[0].endswith(f'"GET /probe?n=1 HTTP/1.1" 200 {len(body)} "http://127.0.0.1:{port}/" "probe/1"')

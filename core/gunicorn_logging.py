@@ -23,6 +23,8 @@ from gunicorn import glogging
 
 # The atoms gunicorn computes for every request, besides headers and environ variables.
 _NAMED = ("h", "l", "u", "t", "r", "s", "m", "U", "q", "H", "b", "B", "f", "a", "T", "D", "M", "L", "p")
+# The atoms that are one environ variable each (None when it is absent, as gunicorn gives them).
+_ENVIRON = {"m": "REQUEST_METHOD", "U": "PATH_INFO", "q": "QUERY_STRING", "H": "SERVER_PROTOCOL"}
 
 
 class LeanLogger(glogging.Logger):  # type: ignore[misc]  # gunicorn ships no type information
@@ -80,9 +82,8 @@ class _Atoms(Mapping[str, Any]):
         if key == "s":
             status = self._resp.status
             return status.split(None, 1)[0] if isinstance(status, str) else status
-        if key in ("m", "U", "q", "H"):
-            return environ.get({"m": "REQUEST_METHOD", "U": "PATH_INFO", "q": "QUERY_STRING",
-                                "H": "SERVER_PROTOCOL"}[key])
+        if key in _ENVIRON:
+            return environ.get(_ENVIRON[key])
         if key == "b":
             return getattr(self._resp, "sent", None) is not None and str(self._resp.sent) or "-"
         if key == "B":

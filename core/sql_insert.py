@@ -83,9 +83,7 @@ def insert_rows(objs: Sequence[Model], *, ignore_conflicts: bool = False, return
     if returning:
         assert len(keys) == len(objs)
         for obj, (key,) in zip(objs, keys, strict=True):
-            obj.pk = key
-            obj._state.adding = False
-            obj._state.db = connection.alias
+            saved_as(obj, key)
 
 
 def insert_unless_conflict(obj: Model, *, conflict: str) -> int | None:
@@ -108,7 +106,12 @@ def insert_unless_conflict(obj: Model, *, conflict: str) -> int | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    obj.pk = row[0]
+    saved_as(obj, row[0])
+    return int(row[0])
+
+
+def saved_as(obj: Model, pk: Any) -> None:
+    """Mark `obj`, whose row a statement of ours wrote, as saved with primary key `pk` (as `save()` would)."""
+    obj.pk = pk
     obj._state.adding = False
     obj._state.db = connection.alias
-    return int(row[0])

@@ -52,7 +52,7 @@ from annotation.projects.rules import project_check_leasing
 from core.error_codes import ErrorCode
 from core.errors import Conflict, Forbidden, NotFound
 from core.prepared import Prepared
-from core.sql_insert import insert_parts
+from core.sql_insert import insert_parts, saved_as
 from experts.models import ExpertProfile, User
 from rubrics.models import Dimension, RubricItem, RubricVersion
 
@@ -494,9 +494,8 @@ def _lease(*, task: Task, expert: User, now: datetime, timeout_s: int) -> Assign
     row = _lease_insert(assignment)
     if row is None:
         return None
-    assignment.pk, assignment.slot, task.live_count, task.status = row
-    assignment._state.adding = False
-    assignment._state.db = connection.alias
+    pk, assignment.slot, task.live_count, task.status = row
+    saved_as(assignment, pk)
     return assignment
 
 

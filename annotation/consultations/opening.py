@@ -22,7 +22,7 @@ from annotation.selectors import assignment_get_for_expert
 from core.error_codes import ErrorCode
 from core.errors import Conflict, DomainError, NotFound
 from core.prepared import Prepared
-from core.sql_insert import insert_parts, insert_rows
+from core.sql_insert import insert_parts, insert_rows, saved_as
 from experts.models import User
 from experts.notifications import notification_send, notifications_send_many
 from rubrics.models import RubricItem
@@ -157,9 +157,7 @@ def _insert_with_panels(consultations: list[Consultation], panels: dict[int, lis
         cursor.execute(sql, bound)
         ids = {item_id: pk for pk, item_id in cursor.fetchall()}
     for consultation in consultations:
-        consultation.pk = ids[consultation.rubric_item_id]
-        consultation._state.adding = False
-        consultation._state.db = connection.alias
+        saved_as(consultation, ids[consultation.rubric_item_id])
 
 
 def _create(*, task: Task, item: RubricItem, trigger: str, by: User | None, reason: str,

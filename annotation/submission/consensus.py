@@ -23,7 +23,7 @@ from psycopg.types.json import Jsonb
 
 from annotation.models import Adjudication, Assignment, ConsensusLabels, Consultation, ItemConsensus, Label, Task
 from core.prepared import Prepared
-from core.sql_insert import insert_rows
+from core.sql_insert import insert_rows, saved_as
 
 Zone = ItemConsensus.Zone
 Provenance = ItemConsensus.Provenance
@@ -138,9 +138,7 @@ def _records_write(records: list[ItemConsensus], *, task_id: int, now: datetime)
         cursor.execute(_UPSERT_SQL.format(table=ItemConsensus._meta.db_table), bound)
         ids = {item_id: pk for pk, item_id in cursor.fetchall()}
     for record in records:
-        record.pk = ids[record.rubric_item_id]
-        record._state.adding = False
-        record._state.db = connection.alias
+        saved_as(record, ids[record.rubric_item_id])
 
 
 def _votes_query(*, task_id: int) -> QuerySet[Any]:
